@@ -1,0 +1,30 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+#
+# make setup   build .venv: ROS 2 Kilted wheels, hayakoe, test tools, audio_common_msgs
+# make demo    set up, start tts_node on its default configuration, speak, write demo.wav
+# make test    set up, run every test offline
+# make bench   set up, run the benchmarks (writes BENCHMARKS.md and bench/results.json)
+
+PY := .venv/bin/python
+PYTEST_ARGS ?=
+
+.PHONY: setup demo test lint bench test-aarch64 clean
+
+setup:
+	@bash scripts/setup.sh
+
+demo: setup
+	@bash scripts/demo.sh
+
+test: setup
+	$(PY) -m pytest test $(PYTEST_ARGS)
+
+lint: setup
+	$(PY) -m pytest test/test_lint.py $(PYTEST_ARGS)
+
+bench: setup
+	$(PY) bench/run.py
+
+clean:
+	rm -rf .venv .cache build install log demo.wav

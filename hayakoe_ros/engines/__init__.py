@@ -1,0 +1,31 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""Speech engines: text in, float PCM and pause lengths out. No ROS imports."""
+
+from .base import (Engine, EngineError, EngineLoadError, NothingToSpeakError,
+                   UnknownStyleError, VoiceParams)
+
+__all__ = ['Engine', 'EngineError', 'EngineLoadError', 'NothingToSpeakError',
+           'UnknownStyleError', 'VoiceParams', 'create_engine']
+
+
+def create_engine(engine: str, **options) -> Engine:
+    """Build and load an engine by name.
+
+    Args:
+        engine: ``"hayakoe"`` or ``"openjtalk"``.
+        **options: keyword arguments of :class:`~.hayakoe_engine.HayakoeEngine`
+            (ignored by Open JTalk).
+
+    Raises:
+        EngineLoadError: unknown engine name, or the model cannot be loaded.
+    """
+    if engine == 'hayakoe':
+        from .hayakoe_engine import HayakoeEngine
+
+        return HayakoeEngine(**options)
+    if engine == 'openjtalk':
+        from .openjtalk_engine import OpenJTalkEngine
+
+        return OpenJTalkEngine()
+    raise EngineLoadError(f"unknown engine '{engine}'; use 'hayakoe' or 'openjtalk'")

@@ -1,0 +1,132 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""Engine interface shared by every speech synthesiser (no ROS imports).
+
+An engine turns one *segment* of Japanese text (a sentence or a clause) into mono float32
+PCM at its own sample rate, and predicts the pause that belongs at the boundary between two
+adjacent segments. Everything above this layer (segmenting, loudness, chunking, pacing,
+queueing) lives in :mod:`hayakoe_ros.speech`.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from typing import Sequence
+
+import numpy as np
+
+
+class EngineError(RuntimeError):
+    """Base class of every error an engine raises."""
+
+
+class EngineLoadError(EngineError):
+    """The engine's model could not be loaded (missing, unreachable or corrupt files)."""
+
+
+class UnknownStyleError(EngineError, ValueError):
+    """The requested style (or speaker id) does not exist in the loaded model."""
+
+
+class NothingToSpeakError(EngineError, ValueError):
+    """The text yields no phonemes: there is nothing the voice can say."""
+
+
+@dataclasses.dataclass(frozen=True)
+class VoiceParams:
+    """Voice settings for one utterance.
+
+    Attributes:
+        style: Style name as listed in the model's ``style2id`` (e.g. ``"Neutral"``).
+        style_weight: Interpolation weight between the mean style vector and ``style``
+            (0 = mean voice, 1 = full style). Style-Bert-VITS2 convention.
+        length_scale: Duration multiplier (hayakoe's ``speed``): 2.0 = twice as long.
+            It is the inverse of a speaking *rate*.
+        sdp_ratio: Mix of the stochastic (1.0) and deterministic (0.0) duration predictors.
+        noise: Noise scale of the prior (hayakoe's ``noise``); 0 makes output deterministic.
+        noise_w: Noise scale of the stochastic duration predictor.
+        pitch_scale: Pitch multiplier (1.0 = unchanged); uses WORLD re-synthesis.
+        intonation_scale: Multiplier of F0 deviation from its mean (1.0 = unchanged).
+        speaker_id: Speaker index inside a multi-speaker model.
+    """
+
+    style: str = 'Neutral'
+    style_weight: float = 1.0
+    length_scale: float = 1.0
+    sdp_ratio: float = 0.2
+    noise: float = 0.6
+    noise_w: float = 0.8
+    pitch_scale: float = 1.0
+    intonation_scale: float = 1.0
+    speaker_id: int = 0
+
+
+class Engine(abc.ABC):
+    """A loaded, warm speech synthesiser.
+
+    Engines are not required to be thread-safe: the speech pipeline calls one engine from
+    a single synthesis thread.
+    """
+
+    #: Short engine name used in logs and diagnostics (``"hayakoe"``, ``"openjtalk"``).
+    name: str = 'engine'
+
+    @property
+    @abc.abstractmethod
+    def sample_rate(self) -> int:
+        """Output sample rate in Hz."""
+
+    @property
+    @abc.abstractmethod
+    def styles(self) -> Sequence[str]:
+        """Names of the styles the voice offers (at least one)."""
+
+    @property
+    def device(self) -> str:
+        """Device the engine computes on (``"cpu"``, ``"cuda"``, ``"cuda:1"``...)."""
+        return 'cpu'
+
+    def check_voice(self, voice: VoiceParams) -> None:
+        """Raise :class:`UnknownStyleError` when ``voice`` names a style this voice lacks."""
+        if voice.style not in self.styles:
+            raise UnknownStyleError(
+                f"unknown style '{voice.style}'; this voice offers: {', '.join(self.styles)}")
+
+    @abc.abstractmethod
+    def synthesize(self, text: str, voice: VoiceParams) -> np.ndarray:
+        """Synthesise one segment.
+
+        Args:
+            text: One sentence or clause, Japanese (Latin letters are read in katakana).
+            voice: Voice settings.
+
+        Returns:
+            Mono PCM, shape ``(samples,)``, dtype float32, nominal full scale +-1.0, at
+            :attr:`sample_rate`. Not normalised: levels are the model's own, so relative
+            loudness between segments is preserved.
+
+        Raises:
+            NothingToSpeakError: the text has no phonemes.
+            UnknownStyleError: ``voice.style`` is not offered.
+        """
+
+    @abc.abstractmethod
+    def predict_pause(self, left: str, right: str, voice: VoiceParams) -> float:
+        """Predict the silence (seconds) that belongs between two adjacent segments.
+
+        Args:
+            left: The segment that ends at the boundary (its final punctuation included).
+            right: The segment that follows it (look-ahead context only).
+            voice: Voice settings (the speaking rate scales pauses too).
+
+        Returns:
+            Pause length in seconds, >= 0.
+        """
+
+    def warmup(self) -> None:
+        """Run representative inferences so the first real request is not slow."""
+        self.synthesize('こんにちは、テストです。', VoiceParams(style=self.styles[0]))
+
+    def close(self) -> None:
+        """Release the model's memory. The engine is unusable afterwards."""

@@ -1,0 +1,190 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""Style-Bert-VITS2 (JP-Extra) voices through the hayakoe engine.
+
+CPU: ONNX Runtime (INT8 BERT + FP32 synthesizer), the Raspberry Pi path; needs no torch.
+CUDA: PyTorch, optionally with ``torch.compile`` on the shared BERT.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Sequence
+
+import numpy as np
+
+from . import hayakoe_internals as hk
+from .base import (Engine, EngineLoadError, NothingToSpeakError, UnknownStyleError,
+                   VoiceParams)
+
+_LOG = logging.getLogger(__name__)
+
+#: Default model repository of hayakoe (Hugging Face), used when no source is given.
+DEFAULT_SOURCE = 'hf://lemondouble/hayakoe'
+
+
+def _source_uri(uri: str) -> str:
+    """Normalise a source URI: empty -> hayakoe's default repo; ``file://`` kept as is."""
+    uri = (uri or '').strip()
+    return uri or DEFAULT_SOURCE
+
+
+class HayakoeEngine(Engine):
+    """A hayakoe speaker, loaded and ready.
+
+    Args:
+        speaker: Speaker name under ``{onnx|pytorch}/speakers/`` of the source
+            (hayakoe's default voice is ``jvnv-F1-jp``).
+        device: ``"cpu"`` (ONNX Runtime) or ``"cuda"``/``"cuda:N"`` (PyTorch).
+        speaker_source: URI of the speaker files (``hf://user/repo[@rev]``,
+            ``file:///abs/path``, ``s3://bucket/prefix``); empty = hayakoe's repo.
+        bert_source: URI of the shared BERT and tokenizer; empty = hayakoe's repo.
+        cache_dir: Download cache; empty = ``$HAYAKOE_CACHE`` or ``./hayakoe_cache``.
+        num_threads: ONNX Runtime intra-op threads for every session (CPU), or torch CPU
+            threads (CUDA); 0 = the runtime default.
+        compile: CUDA only: ``torch.compile`` the BERT (about 80 s more warm-up for about
+            20 % faster sentences, per hayakoe's documentation).
+
+    Raises:
+        EngineLoadError: the model cannot be loaded; the message names the cause.
+    """
+
+    name = 'hayakoe'
+
+    def __init__(self, speaker: str = 'jvnv-F1-jp', device: str = 'cpu', *,
+                 speaker_source: str = '', bert_source: str = '', cache_dir: str = '',
+                 num_threads: int = 0, compile: bool = False) -> None:
+        self._device = device
+        self._num_threads = int(num_threads)
+        self.load_seconds = 0.0
+        t0 = time.perf_counter()
+        try:
+            from hayakoe import TTS
+        except ImportError as exc:
+            raise EngineLoadError(f'hayakoe is not installed: {exc}') from exc
+        hk.check_compatible()
+        if not device.startswith('cuda') and device != 'cpu':
+            raise EngineLoadError(f"device '{device}' is not supported; use 'cpu' or 'cuda'")
+        kwargs = {'device': device, 'bert_source': _source_uri(bert_source)}
+        if cache_dir:
+            kwargs['cache_dir'] = os.path.expanduser(cache_dir)
+        try:
+            if device.startswith('cuda') and self._num_threads > 0:
+                import torch
+
+                torch.set_num_threads(self._num_threads)
+            # A tokenizer left by an earlier engine in this process would be reused.
+            hk.unload_globals()
+            tts = TTS(**kwargs).load(speaker, source=_source_uri(speaker_source))
+            with hk.onnx_threads(self._num_threads):
+                tts.prepare(warmup=device.startswith('cuda'), compile=bool(compile))
+            self._speaker = tts.speakers[speaker]
+        except Exception as exc:  # hayakoe raises many types: report them all the same way
+            raise EngineLoadError(
+                f"cannot load hayakoe speaker '{speaker}' from "
+                f"'{_source_uri(speaker_source)}' (BERT from '{_source_uri(bert_source)}') "
+                f'on {device}: {type(exc).__name__}: {exc}') from exc
+        self._tts = tts
+        self._tokenizer_dir = hk.tokenizer_dir(tts)
+        self._punct = hk.punctuation_ids()
+        self._hop = hk.hop_length(self._speaker)
+        self._n_speakers = int(getattr(self._speaker._hps.data, 'n_speakers', 1))
+        self.load_seconds = time.perf_counter() - t0
+
+    @property
+    def sample_rate(self) -> int:
+        """Model sample rate in Hz (44100 for hayakoe's JP-Extra voices)."""
+        return int(self._speaker.sampling_rate)
+
+    @property
+    def styles(self) -> Sequence[str]:
+        """Style names of the voice, in the model's ``style2id`` order."""
+        return list(self._speaker._style2id.keys())
+
+    @property
+    def device(self) -> str:
+        """Device string the engine was loaded on."""
+        return self._device
+
+    @property
+    def speaker(self):
+        """The underlying :class:`hayakoe.Speaker` (for benchmarks and tests)."""
+        return self._speaker
+
+    @property
+    def tts(self):
+        """The underlying :class:`hayakoe.TTS`."""
+        return self._tts
+
+    def session_threads(self) -> dict:
+        """ONNX Runtime intra-op thread setting of each session, by role (CPU only)."""
+        return {role: sess.get_session_options().intra_op_num_threads
+                for role, sess in hk.onnx_sessions(self._tts, self._speaker).items()}
+
+    def check_voice(self, voice: VoiceParams) -> None:
+        """Raise :class:`UnknownStyleError` for an unknown style or speaker id."""
+        super().check_voice(voice)
+        if not 0 <= voice.speaker_id < self._n_speakers:
+            raise UnknownStyleError(
+                f'unknown speaker id {voice.speaker_id}; this model has '
+                f'{self._n_speakers} speaker(s)')
+
+    def _check_speakable(self, text: str) -> None:
+        from hayakoe.nlp.symbols import SYMBOLS
+
+        silent = {'_', 'SP', 'UNK'}
+        ids = hk.phone_ids(self._speaker, text)
+        if not any(p != 0 and p not in self._punct and SYMBOLS[p] not in silent for p in ids):
+            raise NothingToSpeakError(f'nothing speakable in {text!r}')
+
+    def synthesize(self, text: str, voice: VoiceParams) -> np.ndarray:
+        """Synthesise one segment; see :meth:`Engine.synthesize`."""
+        self.check_voice(voice)
+        hk.ensure_tokenizer(self._tokenizer_dir)
+        self._check_speakable(text)
+        return hk.synthesize_float(self._speaker, text, voice)
+
+    def predict_pause(self, left: str, right: str, voice: VoiceParams) -> float:
+        """Pause at the end of ``left``, predicted over the pair ``left + right``.
+
+        Runs the text encoder and duration predictor (no decoder) on the two segments
+        together, finds the punctuation phoneme that ends ``left`` and converts its frames,
+        plus the blanks on either side, to seconds: ``frames * hop_length / sample_rate``
+        (hayakoe's ``durations_to_boundary_pauses``). Looking ahead one segment only keeps
+        the cost independent of the total text length. Returns 0.0 when ``left`` has no
+        punctuation, or when the model has no duration predictor.
+        """
+        hk.ensure_tokenizer(self._tokenizer_dir)
+        left_runs = hk.punctuation_runs(hk.phone_ids(self._speaker, left), self._punct)
+        if not left_runs:
+            return 0.0
+        predicted = hk.predict_durations(self._speaker, left + right, voice)
+        if predicted is None:
+            return 0.0
+        ids, frames = predicted
+        runs = hk.punctuation_runs(ids, self._punct)
+        if len(runs) < len(left_runs):
+            return 0.0
+        pos = runs[len(left_runs) - 1]
+        total = float(frames[pos])
+        if pos > 0 and ids[pos - 1] == 0:
+            total += float(frames[pos - 1])
+        if pos + 1 < len(ids) and ids[pos + 1] == 0:
+            total += float(frames[pos + 1])
+        return total * self._hop / self.sample_rate
+
+    def warmup(self) -> None:
+        """Synthesise two sentences and predict one pause (the first ONNX calls are slow)."""
+        voice = VoiceParams(style=self.styles[0])
+        self.synthesize('こんにちは、テストです。', voice)
+        self.synthesize('音声合成の準備をしています。', voice)
+        self.predict_pause('こんにちは。', 'テストです。', voice)
+
+    def close(self) -> None:
+        """Drop the sessions and hayakoe's global tokenizer."""
+        self._speaker = None
+        self._tts = None
+        hk.unload_globals()
+

@@ -1,0 +1,258 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""Every access to hayakoe's private internals, in one place.
+
+hayakoe's public API (``Speaker.generate()``/``stream()``) peak-normalises each result to
+full scale, predicts pauses over the whole text before the first sentence, cannot set the
+ONNX Runtime thread count and cannot be interrupted. The node needs the model's raw float
+output per segment, the duration predictor's per-phoneme frames for a pair of segments, and
+thread control, so it reaches inside here. :func:`check_compatible` lists what is relied on;
+``test/test_hayakoe_internals.py`` calls it so that a hayakoe release that changes any of it
+fails loudly instead of misbehaving. Tested against hayakoe 1.3.1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import threading
+from typing import Iterator, Optional, Sequence
+
+import numpy as np
+
+from .base import VoiceParams
+
+#: hayakoe versions this module was written and tested against (``major.minor``).
+TESTED_VERSIONS = ('1.3',)
+
+_PATCH_LOCK = threading.Lock()
+
+
+def check_compatible() -> None:
+    """Verify that the hayakoe internals used by this module exist with the expected shape.
+
+    Raises:
+        RuntimeError: naming every missing or changed internal.
+    """
+    problems = []
+    try:
+        from hayakoe.api import speaker as speaker_mod
+        from hayakoe.api import tts as tts_mod
+        from hayakoe.models import boundary_pauses, infer_onnx, text_preprocess
+        from hayakoe.nlp import bert_models, symbols
+    except ImportError as exc:  # pragma: no cover - exercised only by a broken install
+        raise RuntimeError(f'hayakoe internals moved: {exc}') from exc
+
+    def need(obj, attr: str, where: str) -> None:
+        if not hasattr(obj, attr):
+            problems.append(f'{where}.{attr} is missing')
+
+    need(speaker_mod, '_SynthesisParams', 'hayakoe.api.speaker')
+    need(speaker_mod.Speaker, '_synthesize_one', 'Speaker')
+    need(speaker_mod.Speaker, '_get_style_vector', 'Speaker')
+    need(tts_mod.TTS, '_init_bert', 'TTS')
+    need(infer_onnx, 'get_text_onnx', 'hayakoe.models.infer_onnx')
+    need(text_preprocess, 'prepare_phone_sequences', 'hayakoe.models.text_preprocess')
+    need(boundary_pauses, 'find_boundary_punct_positions', 'hayakoe.models.boundary_pauses')
+    need(bert_models, 'unload_tokenizer', 'hayakoe.nlp.bert_models')
+    need(bert_models, 'is_tokenizer_loaded', 'hayakoe.nlp.bert_models')
+    need(tts_mod, '_TOKENIZER_PREFIX', 'hayakoe.api.tts')
+    need(symbols, 'SYMBOLS', 'hayakoe.nlp.symbols')
+    need(symbols, 'PUNCTUATIONS', 'hayakoe.nlp.symbols')
+    if hasattr(speaker_mod, '_SynthesisParams'):
+        fields = set(speaker_mod._SynthesisParams.__dataclass_fields__)
+        expected = {'lang', 'style', 'speaker_id', 'speed', 'sdp_ratio', 'noise', 'noise_w',
+                    'pitch_scale', 'intonation_scale', 'style_weight'}
+        if not expected <= fields:
+            problems.append(f'_SynthesisParams lacks {sorted(expected - fields)}')
+    if hasattr(speaker_mod.Speaker, '_synthesize_one'):
+        params = list(inspect.signature(speaker_mod.Speaker._synthesize_one).parameters)
+        if params[:3] != ['self', 'text', 'params']:
+            problems.append(f'Speaker._synthesize_one signature changed: {params}')
+    src = inspect.getsource(speaker_mod.Speaker.__init__)
+    for attr in ('_hps', '_gen_lock', '_synth_session', '_dp_session', '_bert_session',
+                 '_style2id', '_backend'):
+        if attr not in src:
+            problems.append(f'Speaker.{attr} is no longer set in Speaker.__init__')
+    if 'ort.SessionOptions()' not in inspect.getsource(speaker_mod.Speaker._init_onnx_synth):
+        problems.append('Speaker no longer creates sessions with ort.SessionOptions()')
+    if problems:
+        raise RuntimeError('hayakoe internals changed: ' + '; '.join(problems))
+
+
+@contextlib.contextmanager
+def onnx_threads(num_threads: int) -> Iterator[None]:
+    """Make every ONNX Runtime session created inside the block use ``num_threads``.
+
+    hayakoe builds its sessions with ``ort.SessionOptions()`` and offers no way to pass
+    options, so ``onnxruntime.SessionOptions`` is replaced for the duration of the block by
+    a subclass that sets ``intra_op_num_threads``. 0 keeps the runtime default (one thread
+    per physical core).
+    """
+    if num_threads <= 0:
+        yield
+        return
+    import onnxruntime as ort
+
+    original = ort.SessionOptions
+
+    class _ThreadedSessionOptions(original):  # type: ignore[misc, valid-type]
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.intra_op_num_threads = num_threads
+
+    with _PATCH_LOCK:
+        ort.SessionOptions = _ThreadedSessionOptions
+        try:
+            yield
+        finally:
+            ort.SessionOptions = original
+
+
+def onnx_sessions(tts, speaker) -> dict:
+    """Return the ONNX Runtime sessions hayakoe created, by role (absent ones omitted)."""
+    found = {'bert': getattr(tts, '_bert_session', None),
+             'synthesizer': getattr(speaker, '_synth_session', None),
+             'duration_predictor': getattr(speaker, '_dp_session', None)}
+    return {k: v for k, v in found.items() if v is not None}
+
+
+def _params(voice: VoiceParams):
+    from hayakoe.api.speaker import _SynthesisParams
+
+    return _SynthesisParams(
+        style=voice.style, speaker_id=voice.speaker_id, speed=voice.length_scale,
+        sdp_ratio=voice.sdp_ratio, noise=voice.noise, noise_w=voice.noise_w,
+        pitch_scale=voice.pitch_scale, intonation_scale=voice.intonation_scale,
+        style_weight=voice.style_weight)
+
+
+def synthesize_float(speaker, text: str, voice: VoiceParams) -> np.ndarray:
+    """Raw model output for one segment: float32 ``(samples,)``, not peak-normalised.
+
+    Same computation as ``Speaker.generate()`` for a single sentence, minus its
+    ``_to_pcm`` peak normalisation. Holds the speaker's own lock like ``generate()``.
+    """
+    with speaker._gen_lock:
+        audio, _ = speaker._synthesize_one(text, _params(voice))
+    return np.asarray(audio, dtype=np.float32).reshape(-1)
+
+
+def phone_ids(speaker, text: str) -> list:
+    """Phoneme id sequence (with interspersed blanks) hayakoe feeds the model for ``text``."""
+    from hayakoe.models.text_preprocess import prepare_phone_sequences
+
+    return list(prepare_phone_sequences(text, speaker._hps)[1])
+
+
+def predict_durations(speaker, text: str, voice: VoiceParams
+                      ) -> Optional[tuple[list, np.ndarray]]:
+    """Run the text encoder and duration predictor only (no decoder).
+
+    Returns:
+        ``(phone_ids, frames)``: phoneme ids and predicted frames per phoneme (float array of
+        the same length; one frame = ``hop_length`` samples), or ``None`` when the model has
+        no duration predictor (an ONNX export without ``duration_predictor.onnx``).
+    """
+    style_vec = speaker._get_style_vector(voice.style, voice.style_weight)
+    if speaker._backend == 'onnx':
+        if speaker._dp_session is None:
+            return None
+        from hayakoe.models.infer_onnx import get_text_onnx
+
+        bert, phones, tones, lang_ids = get_text_onnx(text, speaker._hps, speaker._bert_session)
+        with speaker._gen_lock:
+            frames = speaker._dp_session.run(None, {
+                'x': phones[np.newaxis, :],
+                'x_lengths': np.array([len(phones)], dtype=np.int64),
+                'sid': np.array([voice.speaker_id], dtype=np.int64),
+                'tone': tones[np.newaxis, :],
+                'language': lang_ids[np.newaxis, :],
+                'bert': bert[np.newaxis, :, :].astype(np.float32),
+                'style_vec': style_vec[np.newaxis, :].astype(np.float32),
+                'length_scale': np.array([voice.length_scale], dtype=np.float32),
+                'noise_scale_w': np.array([voice.noise_w], dtype=np.float32),
+                'sdp_ratio': np.array([voice.sdp_ratio], dtype=np.float32),
+            })[0][0]
+        return phones.tolist(), np.asarray(frames, dtype=np.float64).reshape(-1)
+
+    import torch
+    from hayakoe.models.infer import get_text
+
+    device = speaker._device
+    bert, phones, tones, lang_ids = get_text(text, speaker._hps, device)
+    with speaker._gen_lock, torch.no_grad():
+        net_g = speaker._ensure_pytorch_model()
+        frames = net_g.predict_durations(
+            phones.to(device).unsqueeze(0),
+            torch.LongTensor([phones.size(0)]).to(device),
+            torch.LongTensor([voice.speaker_id]).to(device),
+            tones.to(device).unsqueeze(0),
+            lang_ids.to(device).unsqueeze(0),
+            bert.to(device).unsqueeze(0),
+            torch.from_numpy(style_vec).to(device).unsqueeze(0),
+            length_scale=voice.length_scale, sdp_ratio=voice.sdp_ratio,
+            noise_scale_w=voice.noise_w,
+        ).cpu().numpy()
+    return phones.tolist(), np.asarray(frames, dtype=np.float64).reshape(-1)
+
+
+def punctuation_ids() -> frozenset:
+    """Ids of the punctuation phonemes (``! ? … , . ' -``) in hayakoe's symbol table."""
+    from hayakoe.nlp.symbols import PUNCTUATIONS, SYMBOLS
+
+    return frozenset(SYMBOLS.index(p) for p in PUNCTUATIONS if p in SYMBOLS)
+
+
+def punctuation_runs(ids: Sequence[int], punct: frozenset) -> list:
+    """Index of the last phoneme of each run of punctuation (runs may hold blanks, id 0).
+
+    Same merging rule as hayakoe's ``find_boundary_punct_positions`` ("!?" is one boundary),
+    extended to every punctuation phoneme so clause marks (、 -> ``,``) count too.
+    """
+    runs: list = []
+    for i, p in enumerate(ids):
+        if p not in punct:
+            continue
+        if runs and all(ids[j] == 0 for j in range(runs[-1] + 1, i)):
+            runs[-1] = i
+        else:
+            runs.append(i)
+    return runs
+
+
+def hop_length(speaker) -> int:
+    """Samples per duration frame (``data.hop_length`` of the model config)."""
+    return int(speaker._hps.data.hop_length)
+
+
+def tokenizer_dir(tts):
+    """Local directory of the BERT tokenizer the ``tts`` instance was prepared with."""
+    from hayakoe.api.tts import _TOKENIZER_PREFIX
+
+    return tts._bert_source.fetch(_TOKENIZER_PREFIX)
+
+
+def ensure_tokenizer(path) -> None:
+    """Load hayakoe's process-wide tokenizer from ``path`` if none is loaded.
+
+    hayakoe keeps one tokenizer per process and, when none is loaded, fetches it from its
+    default Hugging Face repository; an engine re-loads its own instead.
+    """
+    from hayakoe.nlp import bert_models
+
+    if not bert_models.is_tokenizer_loaded():
+        bert_models.load_tokenizer(pretrained_model_name_or_path=str(path))
+
+
+def unload_globals() -> None:
+    """Drop hayakoe's module-level tokenizer (and torch BERT) singletons.
+
+    hayakoe keeps them for the process lifetime; a second model tree, or a clean-up of the
+    engine, must unload them first.
+    """
+    from hayakoe.nlp import bert_models
+
+    bert_models.unload_tokenizer()
+    if bert_models.is_model_loaded():
+        bert_models.unload_model()

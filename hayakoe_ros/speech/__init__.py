@@ -1,0 +1,14 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""Speech pipeline: segmenting, pauses, loudness, chunking, pacing, queue, cancel.
+
+No ROS imports: the node wires :class:`~.scheduler.SpeechScheduler` to its topics.
+"""
+
+from .scheduler import (AudioChunk, Outcome, QueueFullError, SchedulerClosedError,
+                        SchedulerConfig, SpeechScheduler, Utterance)
+from .text import InputError, Segment, prepare_text, segment
+
+__all__ = ['AudioChunk', 'InputError', 'Outcome', 'QueueFullError', 'SchedulerClosedError',
+           'SchedulerConfig', 'Segment', 'SpeechScheduler', 'Utterance', 'prepare_text',
+           'segment']

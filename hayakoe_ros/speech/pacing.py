@@ -1,0 +1,77 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""Real-time pacing of published audio (no ROS imports).
+
+Chunks are released at playback rate, at most ``max_lead_s`` ahead of the playback clock.
+What has not been released can still be withheld, which is what makes an interrupt
+audible at once: after a cancel, at most ``max_lead_s`` of audio is already downstream.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable, Optional
+
+
+class Pacer:
+    """Playback clock of one utterance.
+
+    Sample ``n`` of the utterance plays at ``t0 + n / sample_rate`` (monotonic seconds),
+    where ``t0`` is the time the first chunk was released. When synthesis falls behind
+    (an underrun), the clock is moved forward so that the late chunk plays when released,
+    and the stamps stay truthful.
+
+    Args:
+        sample_rate: Hz.
+        max_lead_s: How far ahead of its playback time a chunk may be released (s).
+        enabled: False releases every chunk at once (benchmarks, offline rendering);
+            stamps then assume gapless playback from the first release.
+        clock: Monotonic clock in seconds (injectable for tests).
+    """
+
+    def __init__(self, sample_rate: int, max_lead_s: float, enabled: bool = True,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.sample_rate = int(sample_rate)
+        self.max_lead_s = float(max_lead_s)
+        self.enabled = bool(enabled)
+        self._clock = clock
+        self._t0: Optional[float] = None
+        self.underruns = 0
+
+    def play_time(self, sample_index: int) -> float:
+        """Monotonic playback time (s) of ``sample_index``; the clock must have started."""
+        assert self._t0 is not None
+        return self._t0 + sample_index / self.sample_rate
+
+    def release(self, sample_index: int, stop: threading.Event) -> Optional[float]:
+        """Block until the chunk starting at ``sample_index`` may be released.
+
+        Returns:
+            Its playback time (monotonic s), or None if ``stop`` was set while waiting.
+        """
+        now = self._clock()
+        if self._t0 is None:
+            self._t0 = now - sample_index / self.sample_rate
+            return self.play_time(sample_index)
+        if not self.enabled:
+            return self.play_time(sample_index)
+        play = self.play_time(sample_index)
+        if play < now:  # underrun: the listener has run dry; resume at release time
+            self._t0 += now - play
+            self.underruns += 1
+            return self.play_time(sample_index)
+        wait = play - self.max_lead_s - now
+        if wait > 0 and stop.wait(wait):
+            return None
+        return play
+
+    def wait_until(self, sample_index: int, stop: threading.Event) -> bool:
+        """Block until ``sample_index`` has played (e.g. the end of the utterance).
+
+        Returns False if ``stop`` was set first; True at once when pacing is disabled.
+        """
+        if not self.enabled or self._t0 is None:
+            return True
+        wait = self.play_time(sample_index) - self._clock()
+        return not (wait > 0 and stop.wait(wait))

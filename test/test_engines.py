@@ -1,0 +1,103 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""Engines on their own: Open JTalk and hayakoe (tiny random-weight model), no ROS."""
+
+import shutil
+
+import numpy as np
+import pytest
+
+from hayakoe_ros.engines import (EngineLoadError, NothingToSpeakError, UnknownStyleError,
+                                 VoiceParams, create_engine)
+from hayakoe_ros.engines import hayakoe_internals
+from hayakoe_ros.engines.hayakoe_engine import HayakoeEngine
+
+
+def test_hayakoe_internals_used_by_the_node_are_still_there():
+    # Fails loudly when a hayakoe release moves or renames what hayakoe_internals uses.
+    hayakoe_internals.check_compatible()
+    import hayakoe
+    from importlib.metadata import version
+
+    assert version('hayakoe').rsplit('.', 1)[0] in hayakoe_internals.TESTED_VERSIONS, \
+        'hayakoe version not tested: run the suite, then add it to TESTED_VERSIONS'
+    assert hasattr(hayakoe, 'TTS')
+
+
+def test_openjtalk_speaks_japanese_offline(openjtalk_engine, no_network):
+    audio = openjtalk_engine.synthesize('こんにちは。今日はいい天気ですね。', VoiceParams())
+    assert openjtalk_engine.sample_rate == 48000
+    assert audio.dtype == np.float32
+    seconds = audio.size / 48000
+    assert 1.5 < seconds < 5.0, seconds  # ~16 morae at natural speed
+    rms = float(np.sqrt(np.mean(audio.astype(np.float64) ** 2)))
+    assert rms > 0.02
+    faster = openjtalk_engine.synthesize('こんにちは。今日はいい天気ですね。',
+                                         VoiceParams(length_scale=0.5))
+    assert faster.size < 0.7 * audio.size
+
+
+def test_openjtalk_rejects_unspeakable_and_unknown_style(openjtalk_engine):
+    with pytest.raises(NothingToSpeakError):
+        openjtalk_engine.synthesize('😀', VoiceParams())
+    with pytest.raises(UnknownStyleError):
+        openjtalk_engine.synthesize('あ', VoiceParams(style='Happy'))
+
+
+def test_hayakoe_engine_synthesises_raw_float_audio(tiny_engine, det_voice):
+    audio = tiny_engine.synthesize('こんにちは、今日はいい天気ですね。', det_voice)
+    assert tiny_engine.sample_rate == 44100
+    assert audio.dtype == np.float32 and audio.ndim == 1
+    assert np.all(np.isfinite(audio)) and np.max(np.abs(audio)) > 0.01
+    again = tiny_engine.synthesize('こんにちは、今日はいい天気ですね。', det_voice)
+    np.testing.assert_array_equal(audio, again)  # noise = noise_w = sdp_ratio = 0
+
+
+def test_hayakoe_pause_prediction_uses_the_duration_predictor(tiny_engine, det_voice):
+    sentence = tiny_engine.predict_pause('こんにちは。', '今日はいい天気ですね。', det_voice)
+    clause = tiny_engine.predict_pause('こんにちは、', '今日はいい天気ですね。', det_voice)
+    none = tiny_engine.predict_pause('こんにちは', '今日は。', det_voice)
+    assert sentence > 0.08 and clause > 0.0
+    assert none == 0.0
+    slow = tiny_engine.predict_pause('こんにちは。', '今日はいい天気ですね。',
+                                     VoiceParams(**{**det_voice.__dict__,
+                                                    'length_scale': 2.0}))
+    assert slow > 1.5 * sentence  # pauses scale with the speaking rate
+
+
+def test_num_threads_reaches_every_onnx_session(tiny_model_root):
+    engine = HayakoeEngine('tiny-jp', speaker_source=f'file://{tiny_model_root}',
+                           bert_source=f'file://{tiny_model_root}', num_threads=1)
+    try:
+        threads = engine.session_threads()
+        assert set(threads) == {'bert', 'synthesizer', 'duration_predictor'}
+        assert set(threads.values()) == {1}
+    finally:
+        engine.close()
+
+
+def test_hayakoe_rejects_unknown_style_and_unspeakable_text(tiny_engine, det_voice):
+    with pytest.raises(UnknownStyleError, match='offers'):
+        tiny_engine.synthesize('あ', VoiceParams(style='NoSuchStyle'))
+    with pytest.raises(NothingToSpeakError):
+        tiny_engine.synthesize('。。', det_voice)
+
+
+def test_missing_model_is_a_clear_load_error(tmp_path):
+    with pytest.raises(EngineLoadError, match='cannot load hayakoe speaker'):
+        create_engine('hayakoe', speaker='tiny-jp', speaker_source=f'file://{tmp_path}',
+                      bert_source=f'file://{tmp_path}')
+
+
+def test_corrupt_model_file_is_a_clear_load_error(tiny_model_root, tmp_path):
+    broken = tmp_path / 'model'
+    shutil.copytree(tiny_model_root, broken)
+    (broken / 'onnx' / 'speakers' / 'tiny-jp' / 'synthesizer.onnx').write_bytes(b'garbage')
+    with pytest.raises(EngineLoadError, match='synthesizer|INVALID|protobuf|Load'):
+        create_engine('hayakoe', speaker='tiny-jp', speaker_source=f'file://{broken}',
+                      bert_source=f'file://{broken}')
+
+
+def test_unknown_engine_name():
+    with pytest.raises(EngineLoadError, match="unknown engine 'festival'"):
+        create_engine('festival')

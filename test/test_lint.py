@@ -1,0 +1,57 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""Linters: ruff (pycodestyle, pyflakes, pep257 docstrings, import order), package.xml
+against the format-3 schema's rules, and the licence header on every source file."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCES = sorted(
+    [p for d in ('hayakoe_ros', 'test', 'tools', 'bench', 'launch', 'scripts')
+     for p in (REPO / d).rglob('*') if p.suffix in ('.py', '.sh') and p.is_file()
+     and 'fixtures' not in p.parts] + [REPO / 'setup.py'])
+HEADER = ('# Copyright 2026 The hayakoe_ros Authors',
+          '# SPDX-License-Identifier: AGPL-3.0-or-later')
+
+
+def test_ruff():
+    result = subprocess.run([sys.executable, '-m', 'ruff', 'check', '--no-cache', '.'],
+                            cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_licence_header_on_every_source_file():
+    missing = []
+    for path in SOURCES:
+        lines = path.read_text(encoding='utf-8').splitlines()
+        if lines and lines[0].startswith('#!'):
+            lines = lines[1:]
+        if tuple(lines[:2]) != HEADER:
+            missing.append(str(path.relative_to(REPO)))
+    assert not missing, f'files without the licence header: {missing}'
+
+
+def test_package_xml_is_well_formed_format_3():
+    root = ElementTree.parse(REPO / 'package.xml').getroot()
+    assert root.tag == 'package' and root.get('format') == '3'
+    for tag in ('name', 'version', 'description', 'maintainer', 'license'):
+        assert root.find(tag) is not None and root.find(tag).text.strip(), tag
+    assert root.find('name').text == 'hayakoe_ros'
+    deps = {e.text for e in root.findall('exec_depend')}
+    assert {'rclpy', 'std_msgs', 'std_srvs', 'action_msgs', 'diagnostic_msgs',
+            'audio_common_msgs'} <= deps
+    assert 'python3-pytest' in {e.text for e in root.findall('test_depend')}
+    assert root.find('export/build_type').text == 'ament_python'
+
+
+@pytest.mark.skipif(shutil.which('xmllint') is None, reason='xmllint is not installed')
+def test_package_xml_xmllint():
+    result = subprocess.run(['xmllint', '--noout', str(REPO / 'package.xml')],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

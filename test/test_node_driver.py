@@ -1,0 +1,206 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""tts_node as a ROS 2 driver: lifecycle, live parameters, speaking, diagnostics, QoS."""
+
+import time
+
+import numpy as np
+import pytest
+from action_msgs.msg import GoalStatus
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from lifecycle_msgs.msg import State, Transition
+from lifecycle_msgs.srv import ChangeState, GetState
+from rclpy.parameter import Parameter
+from rclpy.parameter_client import AsyncParameterClient
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import Bool
+
+from ros_utils import NodeProcess, new_namespace, wait_future
+from test_node_speech import CHUNK, send_goal, tiny_params
+
+
+@pytest.fixture(scope='module')
+def node(tiny_model_root):
+    proc = NodeProcess(tiny_params(tiny_model_root))
+    yield proc
+    assert proc.stop() == 0, proc.log()
+
+
+def set_params(client, node, **values):
+    params = AsyncParameterClient(client.node, node.topic(node.name))
+    assert params.wait_for_services(timeout_sec=10)
+    results = wait_future(params.set_parameters(
+        [Parameter(k, value=v) for k, v in values.items()]), 10)
+    return results.results
+
+
+def speak(client, node, text, **fields):
+    action = client.action_client(node.topic('say'))
+    handle, feedback = send_goal(client, action, text, **fields)
+    result = wait_future(handle.get_result_async(), 60)
+    audio = np.concatenate([np.asarray(f.audio.audio.audio_data.int16_data, np.int16)
+                            for _, f in feedback]) if feedback else np.zeros(0, np.int16)
+    return result, audio, feedback
+
+
+def change_state(client, node, transition_id):
+    srv = client.node.create_client(ChangeState, node.topic(f'{node.name}/change_state'))
+    assert srv.wait_for_service(timeout_sec=10)
+    req = ChangeState.Request()
+    req.transition.id = transition_id
+    ok = wait_future(srv.call_async(req), 120).success
+    client.node.destroy_client(srv)
+    return ok
+
+
+def get_state(client, node):
+    srv = client.node.create_client(GetState, node.topic(f'{node.name}/get_state'))
+    assert srv.wait_for_service(timeout_sec=10)
+    state = wait_future(srv.call_async(GetState.Request()), 10).current_state.id
+    client.node.destroy_client(srv)
+    return state
+
+
+def test_lifecycle_transitions_through_the_standard_services(tiny_model_root, ros_client):
+    node = NodeProcess(tiny_params(tiny_model_root, autostart=False), wait_ready=False)
+    try:
+        assert get_state(ros_client, node) == State.PRIMARY_STATE_UNCONFIGURED
+        # No action server before the engine is loaded and warm.
+        assert ros_client.node.count_publishers(node.topic('audio')) == 0
+        assert change_state(ros_client, node, Transition.TRANSITION_CONFIGURE)
+        assert get_state(ros_client, node) == State.PRIMARY_STATE_INACTIVE
+        assert 'warmed up in' in node.log()
+        result, audio, _ = speak(ros_client, node, 'こんにちは。')
+        assert result.status == GoalStatus.STATUS_ABORTED
+        assert 'not active' in result.result.text and audio.size == 0
+        assert change_state(ros_client, node, Transition.TRANSITION_ACTIVATE)
+        assert get_state(ros_client, node) == State.PRIMARY_STATE_ACTIVE
+        result, audio, _ = speak(ros_client, node, 'こんにちは。')
+        assert result.status == GoalStatus.STATUS_SUCCEEDED and audio.size > 0
+        # Deactivating cancels the running goal.
+        action = ros_client.action_client(node.topic('say'))
+        handle, feedback = send_goal(ros_client, action, '長い文章を話しています。' * 4)
+        deadline = time.monotonic() + 30
+        while not feedback and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert change_state(ros_client, node, Transition.TRANSITION_DEACTIVATE)
+        running = wait_future(handle.get_result_async(), 10)
+        assert running.status == GoalStatus.STATUS_ABORTED
+        assert get_state(ros_client, node) == State.PRIMARY_STATE_INACTIVE
+        assert change_state(ros_client, node, Transition.TRANSITION_CLEANUP)
+        assert get_state(ros_client, node) == State.PRIMARY_STATE_UNCONFIGURED
+        # Configure again after cleanup: the engine reloads.
+        assert change_state(ros_client, node, Transition.TRANSITION_CONFIGURE)
+        assert change_state(ros_client, node, Transition.TRANSITION_ACTIVATE)
+        result, audio, _ = speak(ros_client, node, 'もう一度。')
+        assert result.status == GoalStatus.STATUS_SUCCEEDED
+        assert change_state(ros_client, node,
+                            Transition.TRANSITION_ACTIVE_SHUTDOWN)
+        assert get_state(ros_client, node) == State.PRIMARY_STATE_FINALIZED
+    finally:
+        assert node.stop() == 0, node.log()
+
+
+def test_live_rate_and_volume_change_the_next_utterance(node, ros_client):
+    text = 'こんにちは、今日はいい天気ですね。'
+    _, base, _ = speak(ros_client, node, text)
+    assert all(r.successful for r in set_params(ros_client, node, rate=2.0, volume=0.5))
+    try:
+        _, fast, _ = speak(ros_client, node, text)
+    finally:
+        set_params(ros_client, node, rate=1.0, volume=1.0)
+    # Twice as fast: about half the samples (frames are ceil()ed per phoneme).
+    assert 0.35 < fast.size / base.size < 0.65
+    rms = [np.sqrt(np.mean(a.astype(np.float64) ** 2)) for a in (base, fast)]
+    assert 0.35 < rms[1] / rms[0] < 0.65
+
+
+def test_goal_rate_and_volume(node, ros_client):
+    text = 'こんにちは、今日はいい天気ですね。'
+    _, base, _ = speak(ros_client, node, text)
+    _, slow, _ = speak(ros_client, node, text, rate=0.5, volume=0.25)
+    assert 1.6 < slow.size / base.size < 2.4
+    peaks = [np.max(np.abs(a.astype(np.float64))) for a in (base, slow)]
+    assert peaks[1] < 0.4 * peaks[0]
+
+
+@pytest.mark.parametrize('values, reason', [
+    ({'queue_policy': 'random'}, "queue_policy must be 'enqueue' or 'interrupt'"),
+    ({'style': 'Furious'}, "unknown style 'Furious'"),
+    ({'rate': 10.0}, ''), ({'volume': -0.5}, ''), ({'chunk': 0}, ''),
+    ({'engine': 'openjtalk'}, ''),  # read-only: needs a reload
+])
+def test_bad_parameter_values_are_rejected_with_a_reason(node, ros_client, values, reason):
+    results = set_params(ros_client, node, **values)
+    assert not results[0].successful
+    assert results[0].reason
+    assert reason in results[0].reason
+
+
+def test_speaking_flips_true_then_false_around_an_utterance(node, ros_client):
+    events = []
+    qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                     reliability=ReliabilityPolicy.RELIABLE)
+    sub = ros_client.node.create_subscription(
+        Bool, node.topic('speaking'), lambda m: events.append((time.monotonic(), m.data)), qos)
+    deadline = time.monotonic() + 10
+    while not events and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert events and events[-1][1] is False  # latched initial state
+    result, audio, feedback = speak(ros_client, node, 'こんにちは。元気ですか。')
+    time.sleep(0.5)
+    values = [v for _, v in events]
+    assert values[-2:] == [True, False]
+    t_true = [t for t, v in events if v][-1]
+    t_false = events[-1][0]
+    assert t_true <= feedback[0][0] + 0.1  # true when the first chunk goes out
+    duration = audio.size / 44100
+    # false after the last chunk has played: about the audio's duration after it began.
+    assert t_false - t_true > duration - CHUNK / 44100 - 0.4
+    ros_client.node.destroy_subscription(sub)
+
+
+def test_diagnostics_report_engine_state_and_figures(node, ros_client):
+    speak(ros_client, node, 'こんにちは。')
+    seen = []
+    sub = ros_client.node.create_subscription(DiagnosticArray, '/diagnostics',
+                                              lambda m: seen.extend(m.status), 10)
+    deadline = time.monotonic() + 10
+    mine = []
+    while time.monotonic() < deadline and not mine:
+        mine = [s for s in list(seen) if s.name.startswith(node.topic(node.name))]
+        time.sleep(0.1)
+    ros_client.node.destroy_subscription(sub)
+    assert mine, [s.name for s in seen]
+    status = mine[-1]
+    values = {kv.key: kv.value for kv in status.values}
+    assert status.level == DiagnosticStatus.OK
+    assert values['engine'] == 'hayakoe' and values['device'] == 'cpu'
+    assert values['lifecycle_state'] == 'active'
+    assert values['fallback_in_use'] == 'false'
+    assert int(values['utterances_spoken']) >= 1
+    assert int(values['queue_depth']) == 0
+    assert float(values['last_rtf']) > 0 and float(values['last_ttfa_s']) > 0
+
+
+def test_audio_qos_is_reliable_with_the_configured_depth(node, ros_client):
+    infos = ros_client.node.get_publishers_info_by_topic(node.topic('audio'))
+    assert len(infos) == 1
+    qos = infos[0].qos_profile
+    assert qos.reliability == ReliabilityPolicy.RELIABLE
+
+
+def test_qos_override_from_parameters_takes_effect(tiny_model_root, ros_client):
+    ns = new_namespace()
+    node = NodeProcess(
+        tiny_params(tiny_model_root), namespace=ns,
+        extra_args=['-p', f'qos_overrides.{ns}/audio.publisher.reliability:=best_effort'])
+    try:
+        deadline = time.monotonic() + 10
+        infos = []
+        while not infos and time.monotonic() < deadline:
+            infos = ros_client.node.get_publishers_info_by_topic(node.topic('audio'))
+            time.sleep(0.1)
+        assert infos and infos[0].qos_profile.reliability == ReliabilityPolicy.BEST_EFFORT
+    finally:
+        assert node.stop() == 0, node.log()

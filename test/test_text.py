@@ -1,0 +1,77 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""Input checks and segmenting of the speech pipeline (no engine, no ROS)."""
+
+from pathlib import Path
+
+import pytest
+
+from hayakoe_ros.speech.text import InputError, prepare_text, segment, strip_control
+
+CORPUS = Path(__file__).resolve().parents[2] / 'shared' / 'corpus'
+
+
+def test_sentences_split_at_terminators_and_keep_them():
+    segs = segment('こんにちは。元気ですか？はい！「行こう。」と言った。', 60)
+    assert [s.text for s in segs] == ['こんにちは。', '元気ですか？', 'はい！',
+                                      '「行こう。」と言った。'] or \
+        [s.text for s in segs] == ['こんにちは。', '元気ですか？', 'はい！', '「行こう。」',
+                                   'と言った。']
+    assert [s.boundary for s in segs][:-1] == ['sentence'] * (len(segs) - 1)
+    assert segs[-1].boundary == 'end'
+
+
+def test_long_comma_only_sentence_is_cut_at_clauses_within_bound():
+    text = ('私は、昨日の朝、駅前の小さなパン屋で、焼きたてのクロワッサンと、甘いメロンパンと、'
+            '少し苦いコーヒーを買って、公園のベンチに座りながら、ゆっくりと朝ごはんを食べました。')
+    segs = segment(text, 30)
+    assert len(segs) >= 3
+    assert all(len(s.text) <= 30 for s in segs)
+    assert ''.join(s.text for s in segs) == text
+    assert all(s.text.endswith('、') and s.boundary == 'clause' for s in segs[:-1])
+
+
+def test_unpunctuated_run_is_cut_by_length():
+    text = 'あ' * 95 + '。'
+    segs = segment(text, 40)
+    assert [len(s.text) for s in segs] == [40, 40, 16]
+    assert [s.boundary for s in segs] == ['split', 'split', 'end']
+
+
+def test_short_sentences_are_not_cut():
+    text = '今日は、いい天気ですね。'
+    assert [s.text for s in segment(text, 60)] == [text]
+
+
+def test_punctuation_only_fragments_join_a_neighbour():
+    segs = segment('こんにちは。。。！元気？', 60)
+    assert [s.text for s in segs] == ['こんにちは。。。！', '元気？']
+
+
+@pytest.mark.parametrize('text, code', [
+    ('', 'empty'), ('   \n\t ', 'empty'), ('\x00\x07', 'empty'),
+    ('。、！？…', 'nothing_speakable'), ('😀🎉👍', 'nothing_speakable'),
+    ('👨‍👩‍👧', 'nothing_speakable'), ('あ' * 101, 'too_long'),
+])
+def test_bad_input_is_named(text, code):
+    with pytest.raises(InputError) as info:
+        prepare_text(text, max_chars=100)
+    assert info.value.code == code
+    assert str(info.value)
+
+
+def test_control_characters_are_stripped_and_the_rest_kept():
+    assert prepare_text('\x1bこん\x00にち\u200bは\x7f', 100) == 'こんにちは'
+    assert strip_control('a\r\nb\tc') == 'a\nb c'
+
+
+def test_mixed_latin_text_is_speakable():
+    assert prepare_text('ROSのnodeを起動します', 100) == 'ROSのnodeを起動します'
+
+
+def test_robot_dialogue_corpus_segments_cover_the_text():
+    lines = (CORPUS / 'robot_dialogue.txt').read_text(encoding='utf-8').splitlines()
+    for line in filter(None, (raw.strip() for raw in lines)):
+        segs = segment(prepare_text(line, 2000), 40)
+        assert all(len(s.text) <= 40 for s in segs)
+        assert ''.join(s.text for s in segs).replace(' ', '') == line.replace(' ', '')
