@@ -71,7 +71,7 @@ PARAMETERS: dict = {
     'speaker_source': ('', "URI of the speaker files (hf://user/repo, file:///path, "
                        "s3://bucket/prefix); empty = hayakoe's Hugging Face repo.", None,
                        True),
-    'bert_source': ('', 'URI of the shared BERT and tokenizer; empty = hayakoe\'s repo.',
+    'bert_source': ('', "URI of the shared BERT and tokenizer; empty = hayakoe's repo.",
                     None, True),
     'cache_dir': ('', 'hayakoe download cache; empty = $HAYAKOE_CACHE or ./hayakoe_cache.',
                   None, True),
@@ -263,7 +263,7 @@ class TTSNode(LifecycleNode):
                 f'{exc}. Speaking with the {fallback!r} fallback voice instead. To use '
                 f'{name}: give speaker_source/bert_source as file:// paths to a downloaded '
                 'model (or run once with network access so it is cached), or set '
-                "fallback_engine:=none to make this an error.")
+                'fallback_engine:=none to make this an error.')
             try:
                 engine = create_engine(fallback)
             except EngineLoadError as exc2:

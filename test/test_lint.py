@@ -1,7 +1,9 @@
 # Copyright 2026 The hayakoe_ros Authors
 # SPDX-License-Identifier: AGPL-3.0-or-later
-"""Linters: ruff (pycodestyle, pyflakes, pep257 docstrings, import order), package.xml
-against the format-3 schema's rules, and the licence header on every source file."""
+"""Linters: ruff, package.xml checks and the licence header on every source file.
+
+ruff runs pycodestyle, pyflakes, bugbear and pep257 docstring rules (ruff.toml).
+"""
 
 import shutil
 import subprocess

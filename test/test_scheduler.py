@@ -106,7 +106,7 @@ def test_pauses_are_the_predicted_ones_not_a_fixed_gap(tiny_engine, det_voice,
     audio = rec.audio(utt)[:utt.audio_samples]
     gaps = _zero_runs(audio, int(0.03 * sr))
     assert len(gaps) == 2, gaps
-    for (start, length), predicted in zip(gaps, utt.pauses):
+    for (_start, length), predicted in zip(gaps, utt.pauses):
         # The random model's output is never silent, so the whole pause is inserted.
         assert abs(length / sr - predicted) < 0.003, (length / sr, predicted)
     assert abs(gaps[0][1] - gaps[1][1]) / sr > 0.005 or \

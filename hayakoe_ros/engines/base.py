@@ -128,5 +128,5 @@ class Engine(abc.ABC):
         """Run representative inferences so the first real request is not slow."""
         self.synthesize('こんにちは、テストです。', VoiceParams(style=self.styles[0]))
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Release the model's memory. The engine is unusable afterwards."""

@@ -60,8 +60,10 @@ class OpenJTalkEngine(Engine):
                 f'unknown speaker id {voice.speaker_id}; Open JTalk has 1 speaker')
 
     def synthesize(self, text: str, voice: VoiceParams) -> np.ndarray:
-        """Synthesise with HTS; ``length_scale`` maps to ``speed = 1/length_scale`` and
-        ``pitch_scale`` to ``half_tone = 12 log2(pitch_scale)``. Returns float32 +-1.0.
+        """Synthesise with HTS; returns float32 PCM at 48 kHz, full scale +-1.0.
+
+        ``length_scale`` maps to ``speed = 1/length_scale`` and ``pitch_scale`` to
+        ``half_tone = 12 log2(pitch_scale)``; other voice settings do not apply to HTS.
         """
         self.check_voice(voice)
         phonemes = [p for p in self._pyopenjtalk.g2p(text).split() if p not in ('pau', 'sil')]

@@ -50,6 +50,8 @@ def apply_gain_and_limit(audio: np.ndarray, gain: float, sample_rate: int,
         gain: Linear gain (1.0 = unchanged), >= 0.
         sample_rate: Hz.
         ceiling: Peak bound, linear full scale.
+        attack_s: Half-width of the gain smoothing (s): how early the gain starts to fall.
+        release_s: Extra hold of the gain reduction after a peak (s).
 
     Returns:
         float32 array, same shape, ``max(abs) <= ceiling``.

@@ -460,20 +460,25 @@ class SpeechScheduler:
                 audio = np.zeros(0, dtype=np.float32)
             pcm = to_int16(apply_gain_and_limit(
                 audio, self.config.volume * utt.volume, sr))
+            utt.synth_seconds += time.perf_counter() - t0
             if audio.size:
                 produced += 1
-            if not last and audio.size:
-                target = self._pause_target(seg, segments[k + 1], utt.voice)
-                utt.pauses.append(target)
-                gap = max(0.0, target - trailing_silence_s(audio, sr))
-                pcm = np.concatenate([pcm, np.zeros(int(round(gap * sr)), np.int16)])
-            utt.synth_seconds += time.perf_counter() - t0
             if last and not produced:
                 self._put(_End(utt, attempt, 'nothing_speakable: no segment of the text '
                                              'produced any phoneme'), utt, attempt)
                 return
+            # Hand the segment over first: it plays while the pause is being predicted.
             if not self._put(_SegmentPCM(utt, attempt, pcm, last), utt, attempt):
                 return
+            if not last and audio.size:
+                t1 = time.perf_counter()
+                target = self._pause_target(seg, segments[k + 1], utt.voice)
+                utt.pauses.append(target)
+                gap = max(0.0, target - trailing_silence_s(audio, sr))
+                silence = np.zeros(int(round(gap * sr)), np.int16)
+                utt.synth_seconds += time.perf_counter() - t1
+                if not self._put(_SegmentPCM(utt, attempt, silence, False), utt, attempt):
+                    return
 
     def _pause_target(self, seg: Segment, following: Segment, voice: VoiceParams) -> float:
         pause = self._engine.predict_pause(seg.text, following.text, voice)

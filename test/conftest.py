@@ -1,0 +1,133 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""Shared pytest fixtures for the hayakoe_ros tests."""
+
+import os
+from pathlib import Path
+import sys
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:  # tools/ is a top-level package, not installed
+    sys.path.insert(0, str(REPO_ROOT))
+
+
+def pytest_configure(config):
+    """Register warning filters for third-party noise that the tests cannot fix.
+
+    Creating an rclpy node imports rosidl_parser, which imports the ``lark-parser`` 0.12
+    that the ROS 2 wheels depend on; it imports the deprecated ``sre_parse`` and
+    ``sre_constants`` modules (DeprecationWarning on Python 3.11+).
+    """
+    config.addinivalue_line(
+        'filterwarnings',
+        r'ignore:module .sre_(parse|constants). is deprecated:DeprecationWarning')
+
+
+@pytest.fixture(scope='session', autouse=True)
+def ros_test_domain():
+    """Give this test session its own DDS domain, on the loopback only.
+
+    ROS_DOMAIN_ID is derived from the pid (1..100), so parallel CI runs on one machine do
+    not see each other's topics; ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST keeps discovery
+    traffic on this host.  Subprocesses the tests start inherit both.  Yields the domain id.
+    """
+    saved = {k: os.environ.get(k) for k in ('ROS_DOMAIN_ID', 'ROS_AUTOMATIC_DISCOVERY_RANGE')}
+    domain_id = 1 + os.getpid() % 100
+    os.environ['ROS_DOMAIN_ID'] = str(domain_id)
+    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    yield domain_id
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+def model_cache_dir():
+    """Return where built test models are cached ($HAYAKOE_ROS_CACHE or .cache)."""
+    return Path(os.environ.get('HAYAKOE_ROS_CACHE', REPO_ROOT / '.cache')) / 'models'
+
+
+@pytest.fixture(scope='session')
+def tiny_model_root():
+    """Root of the tiny random-weight hayakoe model tree (built once, then cached).
+
+    Load it with ``TTS(device='cpu', bert_source=f'file://{root}', ...)`` and
+    ``.load('tiny-jp', source=f'file://{root}')``; see tools/random_model.py.
+    """
+    from tools.random_model import cached_model
+
+    return cached_model(model_cache_dir(), 'tiny', 'tiny-jp')
+
+
+@pytest.fixture
+def hayakoe_clean_globals():
+    """Unload hayakoe's global BERT tokenizer/model before and after the test.
+
+    hayakoe keeps them as process-wide singletons and reuses whatever is
+    loaded, so a test that loads a model tree must not inherit another's.
+    """
+    from tools.random_model import unload_hayakoe_globals
+
+    unload_hayakoe_globals()
+    yield
+    unload_hayakoe_globals()
+
+
+@pytest.fixture(scope='session')
+def tiny_engine(tiny_model_root):
+    """A loaded, warm :class:`HayakoeEngine` on the tiny model (one ONNX thread)."""
+    from hayakoe_ros.engines.hayakoe_engine import HayakoeEngine
+
+    engine = HayakoeEngine('tiny-jp', speaker_source=f'file://{tiny_model_root}',
+                           bert_source=f'file://{tiny_model_root}', num_threads=1)
+    engine.warmup()
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope='session')
+def det_voice():
+    """Deterministic voice settings: hayakoe's noise, noise_w and sdp_ratio at 0."""
+    from hayakoe_ros.engines import VoiceParams
+
+    return VoiceParams(style='Neutral', noise=0.0, noise_w=0.0, sdp_ratio=0.0)
+
+
+@pytest.fixture(scope='session')
+def openjtalk_engine():
+    """The Open JTalk engine, warm."""
+    from hayakoe_ros.engines.openjtalk_engine import OpenJTalkEngine
+
+    engine = OpenJTalkEngine()
+    engine.warmup()
+    return engine
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Refuse every socket connection for the duration of the test."""
+    import socket
+
+    def refuse(*args, **kwargs):
+        raise ConnectionRefusedError('network access is disabled in this test')
+
+    monkeypatch.setattr(socket.socket, 'connect', refuse)
+    monkeypatch.setattr(socket.socket, 'connect_ex', refuse)
+    monkeypatch.setattr(socket, 'create_connection', refuse)
+
+
+@pytest.fixture(scope='session')
+def ros_client(ros_test_domain):
+    """An rclpy node in the test process, spinning in a background thread."""
+    import rclpy
+
+    from ros_utils import Client
+
+    rclpy.init()
+    client = Client()
+    yield client
+    client.close()
+    rclpy.shutdown()
