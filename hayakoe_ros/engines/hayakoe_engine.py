@@ -25,6 +25,26 @@ _LOG = logging.getLogger(__name__)
 DEFAULT_SOURCE = 'hf://lemondouble/hayakoe'
 
 
+def _check_cuda(device: str) -> None:
+    """Raise :class:`EngineLoadError` unless PyTorch can use ``device`` (``cuda[:N]``)."""
+    try:
+        import torch
+    except ImportError as exc:
+        raise EngineLoadError(
+            f"device '{device}' needs PyTorch with CUDA, which is not installed "
+            "(pip install 'hayakoe[gpu]' and a CUDA build of torch); use device 'cpu' for "
+            'ONNX Runtime') from exc
+    if not torch.cuda.is_available():
+        raise EngineLoadError(
+            f"device '{device}' requested but CUDA is not available to torch "
+            f'{torch.__version__} (no GPU, driver, or a CPU-only build); use device '
+            "'cpu' for ONNX Runtime")
+    index = int(device.split(':', 1)[1]) if ':' in device else 0
+    if index >= torch.cuda.device_count():
+        raise EngineLoadError(f"device '{device}' does not exist: torch sees "
+                              f'{torch.cuda.device_count()} CUDA device(s)')
+
+
 def _source_uri(uri: str) -> str:
     """Normalise a source URI: empty -> hayakoe's default repo; ``file://`` kept as is."""
     uri = (uri or '').strip()
@@ -67,6 +87,8 @@ class HayakoeEngine(Engine):
         hk.check_compatible()
         if not device.startswith('cuda') and device != 'cpu':
             raise EngineLoadError(f"device '{device}' is not supported; use 'cpu' or 'cuda'")
+        if device.startswith('cuda'):
+            _check_cuda(device)
         kwargs = {'device': device, 'bert_source': _source_uri(bert_source)}
         if cache_dir:
             kwargs['cache_dir'] = os.path.expanduser(cache_dir)
@@ -82,10 +104,11 @@ class HayakoeEngine(Engine):
                 tts.prepare(warmup=device.startswith('cuda'), compile=bool(compile))
             self._speaker = tts.speakers[speaker]
         except Exception as exc:  # hayakoe raises many types: report them all the same way
+            cause = ' '.join(str(exc).split())  # hayakoe's messages span several lines
             raise EngineLoadError(
                 f"cannot load hayakoe speaker '{speaker}' from "
                 f"'{_source_uri(speaker_source)}' (BERT from '{_source_uri(bert_source)}') "
-                f'on {device}: {type(exc).__name__}: {exc}') from exc
+                f'on {device}: {type(exc).__name__}: {cause}') from exc
         self._tts = tts
         self._tokenizer_dir = hk.tokenizer_dir(tts)
         self._punct = hk.punctuation_ids()

@@ -1,0 +1,61 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""The CUDA (PyTorch) path, as far as a machine without a GPU allows.
+
+hayakoe picks its PyTorch backend for ``cuda`` devices; the same backend runs on the CPU
+when a ``Speaker`` is built with ``backend='pytorch'``, which exercises every line of
+hayakoe_internals' PyTorch branch. Only the GPU itself is missing here.
+"""
+
+import numpy as np
+import pytest
+
+from hayakoe_ros.engines import EngineLoadError, VoiceParams, create_engine
+from hayakoe_ros.engines import hayakoe_internals as hk
+
+torch = pytest.importorskip('torch')
+
+
+@pytest.fixture(scope='module')
+def pytorch_speaker():
+    from hayakoe.api.speaker import Speaker
+    from hayakoe.nlp import bert_models
+
+    from conftest import model_cache_dir
+    from tools.random_model import cached_model, unload_hayakoe_globals
+
+    root = cached_model(model_cache_dir(), 'tiny', 'tiny-jp', pytorch=True)
+    unload_hayakoe_globals()
+    bert_models.load_tokenizer(str(root / 'bert' / 'tokenizer'))
+    bert_models.load_model(str(root / 'pytorch' / 'bert' / 'fp32'), device='cpu')
+    speaker = Speaker('tiny-jp', root / 'pytorch' / 'speakers' / 'tiny-jp', device='cpu',
+                      backend='pytorch')
+    yield speaker
+    unload_hayakoe_globals()
+
+
+def test_cuda_device_without_a_gpu_is_a_clear_load_error(tiny_model_root):
+    if torch.cuda.is_available():
+        pytest.skip('a GPU is present')
+    with pytest.raises(EngineLoadError, match="device 'cuda' requested but CUDA is not"):
+        create_engine('hayakoe', speaker='tiny-jp', device='cuda',
+                      speaker_source=f'file://{tiny_model_root}',
+                      bert_source=f'file://{tiny_model_root}')
+
+
+def test_pytorch_backend_synthesises_and_predicts_durations(pytorch_speaker, det_voice,
+                                                             tiny_engine):
+    text = 'こんにちは。今日はいい天気ですね。'
+    audio = hk.synthesize_float(pytorch_speaker, 'こんにちは。', det_voice)
+    assert audio.dtype == np.float32 and audio.size > 0.2 * 44100
+    assert np.all(np.isfinite(audio)) and np.max(np.abs(audio)) > 0.01
+    ids, frames = hk.predict_durations(pytorch_speaker, text, det_voice)
+    assert len(ids) == len(frames) and np.all(frames >= 0)
+    onnx_ids, onnx_frames = hk.predict_durations(tiny_engine.speaker, text, det_voice)
+    assert ids == onnx_ids
+    # fp32 BERT (PyTorch) vs INT8 BERT (ONNX): the same model, durations within a frame or
+    # two per phoneme.
+    assert np.mean(np.abs(np.asarray(frames) - onnx_frames)) < 1.0
+    slow = hk.predict_durations(pytorch_speaker, text,
+                                VoiceParams(**{**det_voice.__dict__, 'length_scale': 2.0}))
+    assert slow[1].sum() > 1.8 * frames.sum()
