@@ -321,7 +321,7 @@ class TTSNode(LifecycleNode):
             self.destroy_subscription(self._text_sub)
             self._text_sub = None
         if self._scheduler is not None:
-            n = self._scheduler.stop()
+            n = self._scheduler.stop('the node was deactivated (lifecycle transition)')
             if n:
                 self.get_logger().info(f'deactivated: canceled {n} utterance(s)')
         return super().on_deactivate(state)
@@ -355,9 +355,9 @@ class TTSNode(LifecycleNode):
         if self._audio_pub is not None:
             self.destroy_publisher(self._audio_pub)
             self._audio_pub = None
-        if self._engine is not None:
-            self._engine.close()
-            self._engine = None
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            engine.close()
         self._set_speaking(False)
 
     # ------------------------------------------------------------------ audio out
@@ -519,10 +519,14 @@ class TTSNode(LifecycleNode):
         return status
 
     def _publish_diagnostics(self) -> None:
-        msg = DiagnosticArray()
-        msg.header.stamp = self.get_clock().now().to_msg()
-        msg.status = [self.diagnostic_status()]
-        self._diag_pub.publish(msg)
+        try:
+            msg = DiagnosticArray()
+            msg.header.stamp = self.get_clock().now().to_msg()
+            msg.status = [self.diagnostic_status()]
+            self._diag_pub.publish(msg)
+        except Exception as exc:  # diagnostics must never take the node down
+            self.get_logger().error(f'diagnostics failed: {type(exc).__name__}: {exc}',
+                                    throttle_duration_sec=10.0)
 
 
 def main(args=None) -> int:

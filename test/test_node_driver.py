@@ -86,6 +86,7 @@ def test_lifecycle_transitions_through_the_standard_services(tiny_model_root, ro
         assert change_state(ros_client, node, Transition.TRANSITION_DEACTIVATE)
         running = wait_future(handle.get_result_async(), 10)
         assert running.status == GoalStatus.STATUS_ABORTED
+        assert 'deactivated' in running.result.text
         assert get_state(ros_client, node) == State.PRIMARY_STATE_INACTIVE
         assert change_state(ros_client, node, Transition.TRANSITION_CLEANUP)
         assert get_state(ros_client, node) == State.PRIMARY_STATE_UNCONFIGURED

@@ -114,17 +114,19 @@ class HayakoeEngine(Engine):
         self._punct = hk.punctuation_ids()
         self._hop = hk.hop_length(self._speaker)
         self._n_speakers = int(getattr(self._speaker._hps.data, 'n_speakers', 1))
+        self._sample_rate = int(self._speaker.sampling_rate)
+        self._styles = list(self._speaker._style2id.keys())
         self.load_seconds = time.perf_counter() - t0
 
     @property
     def sample_rate(self) -> int:
         """Model sample rate in Hz (44100 for hayakoe's JP-Extra voices)."""
-        return int(self._speaker.sampling_rate)
+        return self._sample_rate
 
     @property
     def styles(self) -> Sequence[str]:
         """Style names of the voice, in the model's ``style2id`` order."""
-        return list(self._speaker._style2id.keys())
+        return list(self._styles)
 
     @property
     def device(self) -> str:

@@ -337,8 +337,11 @@ class SpeechScheduler:
         self._finish(utt, Outcome.CANCELED, reason)
         return True
 
-    def stop(self) -> int:
+    def stop(self, reason: str = 'stopped: the queue was flushed by a stop request') -> int:
         """Silence the node: cancel what is speaking and flush the whole queue.
+
+        Args:
+            reason: Error text given to every canceled utterance.
 
         Returns:
             Number of utterances canceled.
@@ -348,7 +351,7 @@ class SpeechScheduler:
             self._waiting.clear()
         count = 0
         for utt in victims:
-            count += self.cancel(utt, 'stopped: the queue was flushed by a stop request')
+            count += self.cancel(utt, reason)
         return count
 
     def shutdown(self, timeout: float = 5.0) -> None:
@@ -356,7 +359,7 @@ class SpeechScheduler:
         with self._cv:
             if self._closing:
                 return
-        self.stop()
+        self.stop('the speech scheduler is shutting down')
         with self._cv:
             self._closing = True
             self._cv.notify_all()
