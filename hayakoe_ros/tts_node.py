@@ -400,6 +400,10 @@ class TTSNode(LifecycleNode):
         except (InputError, UnknownStyleError, QueueFullError, SchedulerClosedError) as exc:
             self._last_error = str(exc)
             self.get_logger().warning(f'text topic: not speaking {msg.data[:40]!r}: {exc}')
+        except Exception as exc:  # an unforeseen input must not take the node down
+            self._last_error = f'{type(exc).__name__}: {exc}'
+            self.get_logger().error(f'text topic: failed on {msg.data[:40]!r}: '
+                                    f'{self._last_error}')
 
     def _log_outcome(self, utt) -> None:
         if utt.outcome is Outcome.ABORTED:
@@ -445,6 +449,8 @@ class TTSNode(LifecycleNode):
             except (InputError, UnknownStyleError, QueueFullError,
                     SchedulerClosedError) as exc:
                 error = str(exc)
+            except Exception as exc:  # an unforeseen input must not take the node down
+                error = f'internal error: {type(exc).__name__}: {exc}'
         if error is not None:
             self._last_error = error
             self.get_logger().warning(f'say goal aborted: {error}')
