@@ -122,6 +122,25 @@ class Client:
         self._action_clients[name] = client
         return client
 
+    def diagnostics(self, node: 'NodeProcess', timeout: float = 10.0):
+        """The latest ``DiagnosticStatus`` that ``node`` published on /diagnostics."""
+        from diagnostic_msgs.msg import DiagnosticArray
+
+        seen: list = []
+        sub = self.node.create_subscription(DiagnosticArray, '/diagnostics',
+                                            lambda m: seen.extend(m.status), 10)
+        prefix = node.topic(node.name)
+        try:
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                mine = [s for s in list(seen) if s.name.startswith(prefix)]
+                if mine:
+                    return mine[-1]
+                time.sleep(0.1)
+        finally:
+            self.node.destroy_subscription(sub)
+        raise AssertionError(f'no diagnostics from {prefix}')
+
     def wait_for_subscribers(self, topic: str, publisher_count: int = 1,
                              timeout: float = 10.0) -> None:
         """Wait until the topic has ``publisher_count`` publishers matched (discovery)."""

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from action_msgs.msg import GoalStatus
 from audio_common_msgs.action import TTS
+from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.qos import ReliabilityPolicy
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
@@ -224,6 +225,11 @@ def test_fallback_to_openjtalk_when_the_model_is_unreachable(ros_client):
         warns = [line for line in log.splitlines() if '[WARN]' in line]
         assert len(warns) == 1, log
         assert 'fallback' in warns[0] and '/nonexistent/hayakoe' in warns[0]
+        status = ros_client.diagnostics(node)
+        values = {kv.key: kv.value for kv in status.values}
+        assert status.level == DiagnosticStatus.WARN
+        assert values['fallback_in_use'] == 'true' and values['engine'] == 'openjtalk'
+        assert 'fallback voice in use' in status.message
     finally:
         assert node.stop() == 0
 
