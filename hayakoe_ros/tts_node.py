@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import array
 import math
+import signal
 import sys
 import threading
 import time
@@ -38,6 +39,7 @@ from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy)
 from rclpy.qos_overriding_options import QoSOverridingOptions
+from rclpy.signals import SignalHandlerOptions
 from rclpy.time import Time
 from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
@@ -52,6 +54,14 @@ PA_INT16 = 8
 #: Language codes accepted on goals: Japanese, plus empty and the action's default "en"
 #: (clients often leave the field; hayakoe reads English words in katakana).
 ACCEPTED_LANGUAGES = frozenset({'', 'ja', 'ja-jp', 'ja_jp', 'jp', 'jpn', 'en'})
+
+#: Upper bound of ``max_queue``; the executor gets this many threads plus spares, because
+#: each accepted goal holds one while it waits (threads are created only when needed).
+MAX_QUEUE_LIMIT = 1000
+EXECUTOR_THREADS = MAX_QUEUE_LIMIT + 16
+
+#: Goal results are kept this long after a goal ends (s), the rcl default (15 min).
+RESULT_TIMEOUT_S = 900
 
 RATE_RANGE = (0.25, 4.0)
 VOLUME_RANGE = (0.0, 4.0)
@@ -98,10 +108,12 @@ PARAMETERS: dict = {
                      'new utterance cancels the one speaking and is spoken next.',
                      ('enqueue', 'interrupt'), False),
     'max_queue': (16, 'Utterances that may wait behind the one speaking; more are '
-                  'rejected with an error.', (0, 1000), False),
+                  'rejected with an error (0: speak only when idle).', (0, MAX_QUEUE_LIMIT),
+                  False),
     'max_chars': (2000, 'Longest accepted utterance, characters.', (1, 1000000), False),
     'max_segment_chars': (60, 'Longest synthesis segment, characters: longer sentences '
-                          'are cut at clause boundaries.', (4, 10000), False),
+                          'are cut at clause boundaries (BERT reads at most 510).',
+                          (4, 400), False),
     'chunk': (2048, 'Frames (samples) per audio message.', (64, 1048576), False),
     'frame_id': ('tts', 'header.frame_id of audio messages.', None, False),
     'max_lead_s': (0.3, 'Publish audio at most this far ahead of playback (s).',
@@ -169,6 +181,9 @@ class TTSNode(LifecycleNode):
         self._last_error = ''
         self._lifecycle_label = 'unconfigured'
         self._goals: dict = {}
+        self._cancel_early: set = set()
+        self._running_goals = 0
+        self._running_cv = threading.Condition()
         self._clock_offsets: dict = {}
         self._goals_lock = threading.Lock()
         self._cb_group = ReentrantCallbackGroup()
@@ -290,9 +305,14 @@ class TTSNode(LifecycleNode):
         self._audio_pub = self.create_publisher(
             AudioStamped, 'audio', qos,
             qos_overriding_options=QoSOverridingOptions.with_default_policies())
+        # Deep service queues: a burst of goals must reach the queue bound and get an
+        # answer, not vanish in a depth-10 service queue.
+        burst = QoSProfile(depth=EXECUTOR_THREADS, reliability=ReliabilityPolicy.RELIABLE)
         self._action_server = ActionServer(
             self, TTS, 'say', execute_callback=self._execute, goal_callback=self._on_goal,
-            cancel_callback=self._on_cancel, callback_group=self._cb_group)
+            cancel_callback=self._on_cancel, callback_group=self._cb_group,
+            goal_service_qos_profile=burst, result_service_qos_profile=burst,
+            cancel_service_qos_profile=burst, result_timeout=RESULT_TIMEOUT_S)
         self._stop_srv = self.create_service(Trigger, 'stop', self._on_stop,
                                              callback_group=self._cb_group)
         self._lifecycle_label = 'inactive'
@@ -303,7 +323,9 @@ class TTSNode(LifecycleNode):
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Start serving the text topic and ``say`` goals."""
-        self._text_sub = self.create_subscription(String, 'text', self._on_text, 10,
+        # Deep enough that a burst reaches the queue bound and is answered with a WARN.
+        self._text_sub = self.create_subscription(String, 'text', self._on_text,
+                                                  EXECUTOR_THREADS,
                                                   callback_group=self._cb_group)
         self._active = True
         self._lifecycle_label = 'active'
@@ -339,6 +361,22 @@ class TTSNode(LifecycleNode):
         self._lifecycle_label = 'finalized'
         return TransitionCallbackReturn.SUCCESS
 
+    @property
+    def lifecycle_label(self) -> str:
+        """Lifecycle state as a word: unconfigured, inactive, active or finalized."""
+        return self._lifecycle_label
+
+    def goals_running(self) -> int:
+        """Number of ``say`` goals whose execute callback has not returned yet."""
+        with self._running_cv:
+            return self._running_goals
+
+    def stop_speech(self, reason: str) -> int:
+        """Cancel what is speaking and everything queued; return how many were canceled."""
+        self._active = False
+        scheduler = self._scheduler
+        return scheduler.stop(reason) if scheduler is not None else 0
+
     def _teardown(self) -> None:
         if self._text_sub is not None:
             self.destroy_subscription(self._text_sub)
@@ -346,6 +384,12 @@ class TTSNode(LifecycleNode):
         if self._scheduler is not None:
             self._scheduler.shutdown()
             self._scheduler = None
+        # Let every execute callback return its result before the server goes away.
+        with self._running_cv:
+            had_goals = self._running_goals > 0
+            self._running_cv.wait_for(lambda: self._running_goals == 0, timeout=5.0)
+        if had_goals:
+            time.sleep(0.5)  # their results are sent by executor tasks queued on return
         if self._action_server is not None:
             self._action_server.destroy()
             self._action_server = None
@@ -416,8 +460,11 @@ class TTSNode(LifecycleNode):
         return GoalResponse.ACCEPT
 
     def _on_cancel(self, goal_handle) -> CancelResponse:
+        key = bytes(goal_handle.goal_id.uuid)
         with self._goals_lock:
-            utt = self._goals.get(bytes(goal_handle.goal_id.uuid))
+            utt = self._goals.get(key)
+            if utt is None:
+                self._cancel_early.add(key)  # not submitted yet: _execute will not start it
         if utt is not None and self._scheduler is not None:
             # Synchronous: once this returns (and the cancel is acknowledged), no further
             # chunk of this goal is published.
@@ -437,31 +484,42 @@ class TTSNode(LifecycleNode):
         return None
 
     def _execute(self, goal_handle) -> TTS.Result:
+        with self._running_cv:
+            self._running_goals += 1
+        try:
+            return self._execute_goal(goal_handle)
+        finally:
+            with self._running_cv:
+                self._running_goals -= 1
+                self._running_cv.notify_all()
+
+    def _execute_goal(self, goal_handle) -> TTS.Result:
         goal = goal_handle.request
+        key = bytes(goal_handle.goal_id.uuid)
         error = self._goal_error(goal)
+        done = threading.Event()
         utt = None
-        if error is None and not goal_handle.is_cancel_requested:
-            done = threading.Event()
-            try:
-                utt = self._scheduler.submit(
-                    goal.text, self._voice(goal_rate=goal.rate), volume=goal.volume,
-                    tag=goal_handle, on_done=lambda _u: done.set())
-            except (InputError, UnknownStyleError, QueueFullError,
-                    SchedulerClosedError) as exc:
-                error = str(exc)
-            except Exception as exc:  # an unforeseen input must not take the node down
-                error = f'internal error: {type(exc).__name__}: {exc}'
+        with self._goals_lock:
+            canceled_early = key in self._cancel_early
+            self._cancel_early.discard(key)
+            if error is None and not canceled_early:
+                try:
+                    utt = self._scheduler.submit(
+                        goal.text, self._voice(goal_rate=goal.rate), volume=goal.volume,
+                        tag=goal_handle, on_done=lambda _u: done.set())
+                    self._goals[key] = utt
+                except (InputError, UnknownStyleError, QueueFullError,
+                        SchedulerClosedError) as exc:
+                    error = str(exc)
+                except Exception as exc:  # an unforeseen input must not take the node down
+                    error = f'internal error: {type(exc).__name__}: {exc}'
         if error is not None:
             self._last_error = error
             self.get_logger().warning(f'say goal aborted: {error}')
             goal_handle.abort()
             return TTS.Result(text=f'error: {error}')
         if utt is None:  # canceled before it started
-            goal_handle.canceled()
-            return TTS.Result(text='')
-        key = bytes(goal_handle.goal_id.uuid)
-        with self._goals_lock:
-            self._goals[key] = utt
+            return self._end_canceled(goal_handle)
         try:
             done.wait()
         finally:
@@ -471,11 +529,22 @@ class TTSNode(LifecycleNode):
         if utt.outcome is Outcome.SUCCEEDED:
             goal_handle.succeed()
             return TTS.Result(text=utt.text)
-        if goal_handle.is_cancel_requested:
-            goal_handle.canceled()
-            return TTS.Result(text='')
+        if utt.error == 'canceled by the client':
+            return self._end_canceled(goal_handle)
         goal_handle.abort()
         return TTS.Result(text=f'error: {utt.error}')
+
+    @staticmethod
+    def _end_canceled(goal_handle) -> TTS.Result:
+        # The server moves the goal to CANCELING right after the cancel callback returns.
+        deadline = time.monotonic() + 2.0
+        while not goal_handle.is_cancel_requested and time.monotonic() < deadline:
+            time.sleep(0.005)
+        if goal_handle.is_cancel_requested:
+            goal_handle.canceled()
+        else:
+            goal_handle.abort()
+        return TTS.Result(text='')
 
     # ------------------------------------------------------------------ stop service
     def _on_stop(self, request, response):
@@ -536,33 +605,48 @@ class TTSNode(LifecycleNode):
 
 
 def main(args=None) -> int:
-    """Entry point of ``ros2 run hayakoe_ros tts_node``."""
-    rclpy.init(args=args)
+    """Entry point of ``ros2 run hayakoe_ros tts_node``; returns the exit status.
+
+    SIGINT and SIGTERM stop the node gracefully: speech is canceled, running goals get an
+    aborted result and ``speaking`` goes false while the ROS context is still alive, then
+    the lifecycle shutdown transition runs. (rclpy's own handlers would shut the context
+    down first, leaving clients without results.)
+    """
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
     node = TTSNode()
-    executor = MultiThreadedExecutor(
-        num_threads=max(4, int(node.get_parameter('max_queue').value) + 4))
+    executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS)
     executor.add_node(node)
     code = 0
     try:
         if node.get_parameter('autostart').value:
             if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
                 node.get_logger().fatal('configure failed; exiting (see the error above)')
-                return 1
-            node.trigger_activate()
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
+                code = 1
+                stop.set()
+            else:
+                node.trigger_activate()
+        while not stop.is_set() and rclpy.ok():
+            executor.spin_once(timeout_sec=0.1)
+        if rclpy.ok():
+            node.stop_speech('the node is shutting down')
+            deadline = time.monotonic() + 3.0
+            while node.goals_running() and time.monotonic() < deadline:
+                executor.spin_once(timeout_sec=0.05)
+            # Results go out in executor tasks scheduled when each execute callback returns.
+            flush_until = time.monotonic() + 0.5
+            while time.monotonic() < flush_until:
+                executor.spin_once(timeout_sec=0.05)
+            if node.lifecycle_label in ('unconfigured', 'inactive', 'active'):
+                node.trigger_shutdown()
+    except ExternalShutdownException:
         pass
     finally:
-        try:
-            if node._scheduler is not None:
-                node._scheduler.shutdown()
-            node._set_speaking(False)
-        except Exception:  # shutting down: best effort
-            pass
-        executor.shutdown()
+        executor.shutdown(timeout_sec=2.0)
         node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+        rclpy.try_shutdown()
     return code
 
 

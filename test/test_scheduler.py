@@ -275,3 +275,19 @@ def test_control_characters_are_stripped_and_mixed_text_spoken(tiny_engine, det_
     assert utt.wait(60) and utt.outcome is Outcome.SUCCEEDED
     assert utt.text == 'ROSのnodeを起動します。'
     assert utt.audio_samples > 0.3 * tiny_engine.sample_rate
+
+
+def test_max_queue_zero_speaks_only_when_idle(openjtalk_engine, make_scheduler):
+    sched, rec = make_scheduler(openjtalk_engine, pacing=True, max_queue=0)
+    first = sched.submit('一つ目の発話です。少し長めに話します。', VoiceParams())
+    with pytest.raises(QueueFullError):
+        sched.submit('二つ目です。', VoiceParams())
+    assert first.wait(30) and first.outcome is Outcome.SUCCEEDED
+    idle = sched.submit('また話せます。少し長めに話します。', VoiceParams())
+    deadline = time.monotonic() + 30
+    while not rec.chunks(idle) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    sched.configure(queue_policy='interrupt')
+    urgent = sched.submit('割り込みです。', VoiceParams())  # interrupting is allowed
+    assert idle.wait(10) and idle.outcome is Outcome.CANCELED
+    assert urgent.wait(30) and urgent.outcome is Outcome.SUCCEEDED

@@ -75,3 +75,16 @@ def test_robot_dialogue_corpus_segments_cover_the_text():
         segs = segment(prepare_text(line, 2000), 40)
         assert all(len(s.text) <= 40 for s in segs)
         assert ''.join(s.text for s in segs).replace(' ', '') == line.replace(' ', '')
+
+
+def test_escape_sequences_go_whole():
+    assert prepare_text('\x1b[31mこんにちは\x1b[0m。', 100) == 'こんにちは。'
+
+
+def test_runs_of_unreadable_characters_are_capped_so_segments_stay_bounded():
+    text = prepare_text('あ' + '、' * 1500 + 'い' + '！' * 600 + '😀' * 900, 5000)
+    assert text == 'あ、、、、い！！！！'  # '！' x 600 and the emoji are one run
+    assert all(len(s.text) <= 10 + 4
+               for s in segment(prepare_text('か' * 9 + '。' * 100, 1000), 10))
+    # Ordinary punctuation is kept as written.
+    assert prepare_text('えっ！？……本当？', 100) == 'えっ！？……本当？'

@@ -307,7 +307,13 @@ class SpeechScheduler:
         with self._cv:
             if self._closing:
                 raise SchedulerClosedError('the speech scheduler is shut down')
-            if len(self._waiting) >= cfg.max_queue:
+            busy = bool(self._waiting) or any(not u.done for u in self._in_flight)
+            if cfg.queue_policy == 'interrupt':
+                # The new utterance takes the place of the one it cancels.
+                full = len(self._waiting) > cfg.max_queue
+            else:
+                full = busy and len(self._waiting) >= cfg.max_queue
+            if full:
                 raise QueueFullError(
                     f'queue full: {len(self._waiting)} utterances waiting '
                     f'(max_queue={cfg.max_queue}); nothing was dropped, try again later')
@@ -407,7 +413,10 @@ class SpeechScheduler:
             self.last = utt
             utt._done.set()
         if utt.first_audio_at is not None:
-            self._on_speaking(False)
+            try:
+                self._on_speaking(False)
+            except Exception:  # e.g. the ROS context is gone: still finish the utterance
+                _LOG.exception('on_speaking callback failed')
         if utt._on_done is not None:
             try:
                 utt._on_done(utt)
@@ -450,6 +459,7 @@ class SpeechScheduler:
         sr = engine.sample_rate
         utt.sample_rate = sr
         segments: list = utt.segments
+        gain = self.config.volume * utt.volume  # one gain for the whole utterance
         produced = 0
         for k, seg in enumerate(segments):
             if utt.canceled or utt._attempt != attempt:
@@ -461,8 +471,7 @@ class SpeechScheduler:
             except NothingToSpeakError as exc:
                 _LOG.warning('skipping segment %r: %s', seg.text, exc)
                 audio = np.zeros(0, dtype=np.float32)
-            pcm = to_int16(apply_gain_and_limit(
-                audio, self.config.volume * utt.volume, sr))
+            pcm = to_int16(apply_gain_and_limit(audio, gain, sr))
             utt.synth_seconds += time.perf_counter() - t0
             if audio.size:
                 produced += 1
@@ -541,9 +550,9 @@ class SpeechScheduler:
                                sample_rate=utt.sample_rate, play_time=play, index=index,
                                first_sample=position)
             utt.audio_samples += valid
-            if first:
-                self._on_speaking(True)
             try:
+                if first:
+                    self._on_speaking(True)
                 self._sink(utt, chunk)
                 if utt._on_chunk is not None:
                     utt._on_chunk(utt, chunk)

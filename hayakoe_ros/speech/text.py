@@ -16,7 +16,7 @@ import unicodedata
 
 #: Characters that produce morae: kana, kanji, Latin letters and digits (half and full
 #: width). Same class as hayakoe's ``_HAS_SPEECH_RE``.
-SPEAKABLE_RE = re.compile(r'[ぁ-ゖァ-ヶ一-鿿々〆〇a-zA-Z0-9０-９Ａ-Ｚａ-ｚｦ-ﾟ]')
+SPEAKABLE_RE = re.compile('[ぁ-ゖァ-ヶ一-鿿々〆〇a-zA-Z0-9０-９Ａ-Ｚａ-ｚｦ-ﾟ]')
 
 # A sentence ends after a run of terminators (and closing brackets right after them), or
 # at a newline. ASCII '.' ends a sentence only before whitespace or the end of the text.
@@ -24,6 +24,17 @@ _SENTENCE_END_RE = re.compile(
     r'(?:[。．！？!?]+|\.(?=\s|$))[」』）)\]"\'”’]*|\n+')
 # Clause boundaries: after 、，,；;：: and closing quotes, before opening quotes.
 _CLAUSE_CUT_RE = re.compile(r'(?<=[、，,；;：:」』）)”])|(?=[「『（(“])')
+
+
+# ANSI/VT100 escape sequences (CSI ... final byte, OSC ... BEL/ST, two-byte escapes).
+_ANSI_RE = re.compile(
+    r'\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])')
+# Runs of characters the voice cannot read (punctuation, symbols, emoji) longer than this
+# are cut to it: they add nothing to speech and would defeat max_segment_chars.
+MAX_UNSPEAKABLE_RUN = 4
+_SPEAKABLE_CLASS = 'ぁ-ゖァ-ヶ一-鿿々〆〇a-zA-Z0-9０-９Ａ-Ｚａ-ｚｦ-ﾟ'
+_UNSPEAKABLE_RUN_RE = re.compile(
+    r'[^%s\s]{%d,}' % (_SPEAKABLE_CLASS, MAX_UNSPEAKABLE_RUN + 1))
 
 
 class InputError(ValueError):
@@ -52,11 +63,13 @@ class Segment:
 
 
 def strip_control(text: str) -> str:
-    """Remove control and format characters (Unicode Cc/Cf/Cs/Co), keeping newlines.
+    """Remove terminal escape sequences and control/format characters, keeping newlines.
 
-    Tabs and carriage returns become spaces/newlines; zero-width joiners and the like
-    vanish. Returns the cleaned text (not stripped of spaces).
+    ANSI escape sequences (ESC ``[31m``) go whole; other Unicode Cc/Cf/Cs/Co characters
+    are dropped; tabs and carriage returns become spaces/newlines; zero-width joiners and
+    the like vanish. Returns the cleaned text (not stripped of spaces).
     """
+    text = _ANSI_RE.sub('', text)
     text = text.replace('\r\n', '\n').replace('\r', '\n').replace('\t', ' ')
     return ''.join(ch for ch in text
                    if ch == '\n' or unicodedata.category(ch) not in ('Cc', 'Cf', 'Cs', 'Co'))
@@ -70,13 +83,16 @@ def prepare_text(text: str, max_chars: int) -> str:
         max_chars: Upper bound on the cleaned text's length, in characters.
 
     Returns:
-        The text with control characters removed and outer whitespace stripped.
+        The text with control characters and escape sequences removed, runs of more than
+        ``MAX_UNSPEAKABLE_RUN`` unreadable characters (punctuation, symbols, emoji) cut to
+        that length, and outer whitespace stripped.
 
     Raises:
         InputError: ``empty`` (empty or whitespace only), ``too_long`` (over
             ``max_chars``), ``nothing_speakable`` (punctuation, emoji or symbols only).
     """
     cleaned = strip_control(text).strip()
+    cleaned = _UNSPEAKABLE_RUN_RE.sub(lambda m: m.group(0)[:MAX_UNSPEAKABLE_RUN], cleaned)
     if not cleaned:
         raise InputError('empty', 'text is empty (or only whitespace/control characters)')
     if len(cleaned) > max_chars:
@@ -85,7 +101,7 @@ def prepare_text(text: str, max_chars: int) -> str:
     if not SPEAKABLE_RE.search(cleaned):
         raise InputError('nothing_speakable',
                          f'nothing speakable in {_preview(cleaned)}: it has no kana, kanji, '
-                         'Latin letters or digits (only punctuation, emoji or symbols)')
+                         'Latin letters or digits that the Japanese voice can read')
     return cleaned
 
 
