@@ -26,9 +26,9 @@ _SENTENCE_END_RE = re.compile(
 _CLAUSE_CUT_RE = re.compile(r'(?<=[、，,；;：:」』）)”])|(?=[「『（(“])')
 
 
-# ANSI/VT100 escape sequences (CSI ... final byte, OSC ... BEL/ST, two-byte escapes).
-_ANSI_RE = re.compile(
-    r'\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])')
+# ANSI/VT100 escape sequences: CSI (ESC [ ... final byte) and OSC (ESC ] ... BEL/ST).
+# A lone ESC is dropped with the other control characters.
+_ANSI_RE = re.compile(r'\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\))')
 # Runs of characters the voice cannot read (punctuation, symbols, emoji) longer than this
 # are cut to it: they add nothing to speech and would defeat max_segment_chars.
 MAX_UNSPEAKABLE_RUN = 4
