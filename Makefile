@@ -28,3 +28,8 @@ bench: setup
 
 clean:
 	rm -rf .venv .cache build install log demo.wav
+
+# Engine + speech-pipeline tests on emulated aarch64 (Raspberry Pi 4B wheel set, qemu-user;
+# needs root for apt/debootstrap on the first run). See scripts/test_aarch64.sh.
+test-aarch64: setup
+	@bash scripts/test_aarch64.sh

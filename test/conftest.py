@@ -56,7 +56,15 @@ def tiny_model_root():
 
     Load it with ``TTS(device='cpu', bert_source=f'file://{root}', ...)`` and
     ``.load('tiny-jp', source=f'file://{root}')``; see tools/random_model.py.
+    $HAYAKOE_ROS_TINY_MODEL, when set, names a tree built beforehand, used as is: the
+    emulated aarch64 leg (scripts/test_aarch64.sh) has no torch to build one.
     """
+    prebuilt = os.environ.get('HAYAKOE_ROS_TINY_MODEL')
+    if prebuilt:
+        root = Path(prebuilt)
+        if not (root / 'random_model.json').is_file():
+            pytest.fail(f'HAYAKOE_ROS_TINY_MODEL={prebuilt} is not a built model tree')
+        return root
     from tools.random_model import cached_model
 
     return cached_model(model_cache_dir(), 'tiny', 'tiny-jp')
