@@ -8,6 +8,7 @@ CUDA: PyTorch, optionally with ``torch.compile`` on the shared BERT.
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import time
@@ -111,6 +112,7 @@ class HayakoeEngine(Engine):
                 f'on {device}: {type(exc).__name__}: {cause}') from exc
         self._tts = tts
         self._tokenizer_dir = hk.tokenizer_dir(tts)
+        self._feature_cache: collections.OrderedDict = collections.OrderedDict()
         self._punct = hk.punctuation_ids()
         self._hop = hk.hop_length(self._speaker)
         self._n_speakers = int(getattr(self._speaker._hps.data, 'n_speakers', 1))
@@ -156,43 +158,56 @@ class HayakoeEngine(Engine):
                 f'unknown speaker id {voice.speaker_id}; this model has '
                 f'{self._n_speakers} speaker(s)')
 
-    def _check_speakable(self, text: str) -> None:
+    def _features(self, text: str) -> hk.SegmentFeatures:
+        """Front end + BERT of a segment, cached (the last four segments).
+
+        Each segment's BERT runs once, whether the pause before it or its synthesis asks
+        for it first.
+        """
+        hk.ensure_tokenizer(self._tokenizer_dir)
+        feats = self._feature_cache.pop(text, None)
+        if feats is None:
+            feats = hk.segment_features(self._speaker, text)
+        self._feature_cache[text] = feats
+        while len(self._feature_cache) > 4:
+            self._feature_cache.popitem(last=False)
+        return feats
+
+    def _check_speakable(self, text: str, feats: hk.SegmentFeatures) -> None:
         from hayakoe.nlp.symbols import SYMBOLS
 
         silent = {'_', 'SP', 'UNK'}
-        ids = hk.phone_ids(self._speaker, text)
-        if not any(p != 0 and p not in self._punct and SYMBOLS[p] not in silent for p in ids):
+        if not any(p != 0 and p not in self._punct and SYMBOLS[p] not in silent
+                   for p in feats.phones):
             raise NothingToSpeakError(f'nothing speakable in {text!r}')
 
     def synthesize(self, text: str, voice: VoiceParams) -> np.ndarray:
         """Synthesise one segment; see :meth:`Engine.synthesize`."""
         self.check_voice(voice)
-        hk.ensure_tokenizer(self._tokenizer_dir)
-        self._check_speakable(text)
-        return hk.synthesize_float(self._speaker, text, voice)
+        feats = self._features(text)
+        self._check_speakable(text, feats)
+        return hk.synthesize_features(self._speaker, feats, voice)
 
     def predict_pause(self, left: str, right: str, voice: VoiceParams) -> float:
         """Pause at the end of ``left``, predicted over the pair ``left + right``.
 
-        Runs the text encoder and duration predictor (no decoder) on the two segments
-        together, finds the punctuation phoneme that ends ``left`` and converts its frames,
-        plus the blanks on either side, to seconds: ``frames * hop_length / sample_rate``
-        (hayakoe's ``durations_to_boundary_pauses``). Looking ahead one segment only keeps
-        the cost independent of the total text length. Returns 0.0 when ``left`` has no
-        punctuation, or when the model has no duration predictor.
+        Runs the duration predictor (no decoder, and no extra BERT: each segment's
+        features are computed once and shared with its synthesis) on the two segments'
+        phoneme sequence, finds the punctuation phoneme that ends ``left`` and converts
+        its frames, plus the blanks on either side, to seconds: ``frames * hop_length /
+        sample_rate`` (hayakoe's ``durations_to_boundary_pauses``). Looking ahead one
+        segment only keeps the cost independent of the total text length. Returns 0.0
+        when ``left`` has no punctuation, or when the model has no duration predictor.
         """
-        hk.ensure_tokenizer(self._tokenizer_dir)
-        left_runs = hk.punctuation_runs(hk.phone_ids(self._speaker, left), self._punct)
+        lf, rf = self._features(left), self._features(right)
+        left_runs = hk.punctuation_runs(lf.phones, self._punct)
         if not left_runs:
             return 0.0
-        predicted = hk.predict_durations(self._speaker, left + right, voice)
+        predicted = hk.pair_durations(self._speaker, lf, rf, voice)
         if predicted is None:
             return 0.0
         ids, frames = predicted
-        runs = hk.punctuation_runs(ids, self._punct)
-        if len(runs) < len(left_runs):
-            return 0.0
-        pos = runs[len(left_runs) - 1]
+        pos = left_runs[-1]  # the pair keeps left's phonemes at their indices
         total = float(frames[pos])
         if pos > 0 and ids[pos - 1] == 0:
             total += float(frames[pos - 1])

@@ -14,6 +14,7 @@ fails loudly instead of misbehaving. Tested against hayakoe 1.3.1.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import threading
 from typing import Iterator, Optional, Sequence
@@ -50,6 +51,9 @@ def check_compatible() -> None:
     need(speaker_mod, '_SynthesisParams', 'hayakoe.api.speaker')
     need(speaker_mod.Speaker, '_synthesize_one', 'Speaker')
     need(speaker_mod.Speaker, '_get_style_vector', 'Speaker')
+    for attr in ('_preprocess_nlp', '_batch_bert_onnx', '_batch_bert_pytorch',
+                 '_synthesize_one_with_features'):
+        need(speaker_mod.Speaker, attr, 'Speaker')
     need(tts_mod.TTS, '_init_bert', 'TTS')
     need(infer_onnx, 'get_text_onnx', 'hayakoe.models.infer_onnx')
     need(text_preprocess, 'prepare_phone_sequences', 'hayakoe.models.text_preprocess')
@@ -136,6 +140,114 @@ def synthesize_float(speaker, text: str, voice: VoiceParams) -> np.ndarray:
     with speaker._gen_lock:
         audio, _ = speaker._synthesize_one(text, _params(voice))
     return np.asarray(audio, dtype=np.float32).reshape(-1)
+
+
+@dataclasses.dataclass(frozen=True)
+class SegmentFeatures:
+    """Front-end output and BERT features of one segment, computed once and reused.
+
+    Attributes:
+        nlp: hayakoe's ``(norm_text, phones, tones, languages, word2ph)`` tuple; the three
+            sequences are phoneme ids with blanks (id 0) interspersed.
+        bert: BERT features per phoneme, shape ``(1024, len(phones))``: a float32 numpy
+            array (ONNX backend) or a torch tensor (PyTorch backend).
+    """
+
+    nlp: tuple
+    bert: object
+
+    @property
+    def phones(self) -> list:
+        """Phoneme id sequence (with blanks)."""
+        return list(self.nlp[1])
+
+
+def segment_features(speaker, text: str) -> SegmentFeatures:
+    """Run hayakoe's front end (g2p) and BERT on one segment, as ``generate()`` does.
+
+    Uses ``Speaker._preprocess_nlp`` and the batched-BERT helpers with a batch of one,
+    which compute exactly what hayakoe's single-sentence path computes.
+    """
+    nlp = speaker._preprocess_nlp(text)
+    if speaker._backend == 'onnx':
+        bert = speaker._batch_bert_onnx([nlp])[0]
+    else:
+        bert = speaker._batch_bert_pytorch([nlp])[0]
+    return SegmentFeatures(nlp, bert)
+
+
+def synthesize_features(speaker, features: SegmentFeatures, voice: VoiceParams
+                        ) -> np.ndarray:
+    """Synthesise a segment from its :class:`SegmentFeatures`: float32 ``(samples,)``.
+
+    Same computation as :func:`synthesize_float` (``Speaker._synthesize_one_with_features``,
+    hayakoe's multi-sentence path), without computing BERT again.
+    """
+    style_vec = speaker._get_style_vector(voice.style, voice.style_weight)
+    with speaker._gen_lock:
+        audio, _ = speaker._synthesize_one_with_features(
+            features.nlp, features.bert, style_vec, _params(voice))
+    return np.asarray(audio, dtype=np.float32).reshape(-1)
+
+
+def pair_durations(speaker, left: SegmentFeatures, right: SegmentFeatures,
+                   voice: VoiceParams) -> Optional[tuple[list, np.ndarray]]:
+    """Duration predictor over two adjacent segments, from their own features.
+
+    The pair's input is ``left`` without its closing pad and blank, then ``right``
+    without its opening blank, pad and blank: the phoneme sequence hayakoe's front end
+    produces for the joined text, with each segment's own BERT features (hayakoe's
+    batched path also encodes sentences separately). No BERT runs here: each segment's
+    BERT was computed once, for its synthesis.
+
+    Returns:
+        ``(phone_ids, frames)`` for the pair, or None when the model has no duration
+        predictor or a sequence does not have the expected pad/blank ends.
+    """
+    lp, rp = left.phones, right.phones
+    if lp[-2:] != [0, 0] or rp[:3] != [0, 0, 0]:
+        return None
+    _, _, ltone, llang, _ = left.nlp
+    _, _, rtone, rlang, _ = right.nlp
+    ids = lp[:-2] + rp[3:]
+    tones = list(ltone)[:-2] + list(rtone)[3:]
+    langs = list(llang)[:-2] + list(rlang)[3:]
+    style_vec = speaker._get_style_vector(voice.style, voice.style_weight)
+    if speaker._backend == 'onnx':
+        if speaker._dp_session is None:
+            return None
+        bert = np.concatenate([left.bert[:, :-2], right.bert[:, 3:]], axis=1)
+        with speaker._gen_lock:
+            frames = speaker._dp_session.run(None, {
+                'x': np.array([ids], dtype=np.int64),
+                'x_lengths': np.array([len(ids)], dtype=np.int64),
+                'sid': np.array([voice.speaker_id], dtype=np.int64),
+                'tone': np.array([tones], dtype=np.int64),
+                'language': np.array([langs], dtype=np.int64),
+                'bert': bert[np.newaxis, :, :].astype(np.float32),
+                'style_vec': style_vec[np.newaxis, :].astype(np.float32),
+                'length_scale': np.array([voice.length_scale], dtype=np.float32),
+                'noise_scale_w': np.array([voice.noise_w], dtype=np.float32),
+                'sdp_ratio': np.array([voice.sdp_ratio], dtype=np.float32),
+            })[0][0]
+        return ids, np.asarray(frames, dtype=np.float64).reshape(-1)
+
+    import torch
+
+    device = speaker._device
+    bert = torch.cat([left.bert[:, :-2], right.bert[:, 3:]], dim=1)
+    with speaker._gen_lock, torch.no_grad():
+        net_g = speaker._ensure_pytorch_model()
+        frames = net_g.predict_durations(
+            torch.LongTensor([ids]).to(device), torch.LongTensor([len(ids)]).to(device),
+            torch.LongTensor([voice.speaker_id]).to(device),
+            torch.LongTensor([tones]).to(device), torch.LongTensor([langs]).to(device),
+            bert.to(device).unsqueeze(0),
+            torch.from_numpy(style_vec).to(device).unsqueeze(0),
+            length_scale=voice.length_scale, sdp_ratio=voice.sdp_ratio,
+            noise_scale_w=voice.noise_w,
+        ).cpu().numpy()
+    return ids, np.asarray(frames, dtype=np.float64).reshape(-1)
 
 
 def phone_ids(speaker, text: str) -> list:
