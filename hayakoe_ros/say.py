@@ -46,6 +46,8 @@ class SayClient(Node):
         self.sample_rate = 0
         self.first_audio_at = None
         self.last_rtf = None
+        self.spoken = None  # the node's utterances_spoken, from /diagnostics
+        self._baseline = None
         self._diag = self.create_subscription(DiagnosticArray, '/diagnostics',
                                               self._on_diag, 10)
         self._lock = threading.Lock()
@@ -53,7 +55,12 @@ class SayClient(Node):
     def _on_diag(self, msg: DiagnosticArray) -> None:
         for status in msg.status:
             values = {kv.key: kv.value for kv in status.values}
-            if values.get('last_rtf'):
+            if 'utterances_spoken' not in values:
+                continue
+            self.spoken = int(values['utterances_spoken'])
+            # Only a report that counts our utterance carries its RTF.
+            if self._baseline is not None and self.spoken > self._baseline and \
+                    values.get('last_rtf'):
                 self.last_rtf = float(values['last_rtf'])
 
     def _on_feedback(self, feedback_msg) -> None:
@@ -75,6 +82,10 @@ class SayClient(Node):
             raise TimeoutError(f"no '{self._client._action_name}' action server within "
                                f'{timeout:.0f} s (is tts_node running and active?)')
         goal = TTS.Goal(text=text, language=language, rate=rate, volume=volume)
+        deadline = time.monotonic() + 1.5  # learn how many utterances the node has spoken
+        while self.spoken is None and time.monotonic() < deadline:
+            rclpy.spin_once(self, timeout_sec=0.1)
+        self._baseline = self.spoken
         sent_at = time.monotonic()
         future = self._client.send_goal_async(goal, feedback_callback=self._on_feedback)
         rclpy.spin_until_future_complete(self, future, timeout_sec=timeout)

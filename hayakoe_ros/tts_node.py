@@ -155,6 +155,25 @@ def _descriptor(name: str, default: Any, description: str, bounds: Any,
     return desc
 
 
+def parameter_table() -> str:
+    """Markdown table of every parameter (README's table is this, verbatim)."""
+    rows = ['| parameter | type | default | range / values | live | description |',
+            '|---|---|---|---|---|---|']
+    for name, (default, description, bounds, read_only) in PARAMETERS.items():
+        kind = {bool: 'bool', int: 'int', float: 'double', str: 'string'}[type(default)]
+        if isinstance(bounds, tuple) and bounds and isinstance(bounds[0], str):
+            values = ' / '.join(f'`{b}`' for b in bounds)
+        elif bounds is not None:
+            values = f'[{bounds[0]:g}, {bounds[1]:g}]'
+        else:
+            values = ''
+        shown = str(default).lower() if isinstance(default, bool) else default
+        shown = f'`{shown}`' if shown != '' else '`""`'
+        rows.append(f"| `{name}` | {kind} | {shown} | {values} | "
+                    f"{'no (reload)' if read_only else 'yes'} | {description} |")
+    return '\n'.join(rows)
+
+
 def language_error(code: str) -> Optional[str]:
     """Return why a goal's language code is unsupported, or None if it is accepted."""
     if code.strip().lower() in ACCEPTED_LANGUAGES:
@@ -269,13 +288,15 @@ class TTSNode(LifecycleNode):
             fallback = self._p('fallback_engine')
             if fallback == 'none' or fallback == name:
                 self._engine_error = str(exc)
-                log.error(f'{exc}. fallback_engine is {fallback!r}, so this is fatal. Check '
-                          'speaker_source/bert_source (file:// paths for offline use) or '
-                          'let the node download the model once with network access.')
+                cause = str(exc).rstrip('. ')
+                log.error(f'{cause}. fallback_engine is {fallback!r}, so this is fatal. '
+                          'Check speaker_source/bert_source (file:// paths for offline use) '
+                          'or let the node download the model once with network access.')
                 return TransitionCallbackReturn.FAILURE
             self._fallback_reason = str(exc)
+            cause = str(exc).rstrip('. ')
             log.warning(
-                f'{exc}. Speaking with the {fallback!r} fallback voice instead. To use '
+                f'{cause}. Speaking with the {fallback!r} fallback voice instead. To use '
                 f'{name}: give speaker_source/bert_source as file:// paths to a downloaded '
                 'model (or run once with network access so it is cached), or set '
                 'fallback_engine:=none to make this an error.')

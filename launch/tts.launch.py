@@ -7,40 +7,68 @@ given on the command line overrides the file. ``ros2 launch hayakoe_ros tts.laun
 --show-args`` lists every argument.
 """
 
-import yaml
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import LifecycleNode
 from launch_ros.substitutions import FindPackageShare
 
-# Launch arguments that override a parameter when given (empty = keep the params file's).
+# Launch arguments that override a parameter when given (empty = keep the params file's),
+# with the parameter's type: launch arguments are strings, the node's parameters are typed.
 PARAMETER_ARGUMENTS = {
-    'engine': "Speech engine: 'hayakoe' or 'openjtalk'.",
-    'fallback_engine': "Engine used when 'engine' fails to load: 'openjtalk' or 'none'.",
-    'device': "hayakoe device: 'cpu' (ONNX Runtime) or 'cuda' (PyTorch).",
-    'compile': 'CUDA only: torch.compile the BERT (true/false).',
-    'speaker': 'hayakoe speaker name, e.g. jvnv-F1-jp.',
-    'speaker_source': 'Speaker files URI: hf://user/repo, file:///path or s3://...',
-    'bert_source': 'BERT/tokenizer URI: hf://user/repo, file:///path or s3://...',
-    'cache_dir': 'hayakoe download cache directory.',
-    'num_threads': 'ONNX Runtime intra-op threads per session (0 = default).',
-    'style': 'Voice style name, e.g. Neutral.',
-    'rate': 'Speaking-rate multiplier (2.0 = twice as fast).',
-    'volume': 'Linear gain of the voice (1.0 = model level).',
-    'queue_policy': "'enqueue' (FIFO) or 'interrupt' (new speech cancels the current one).",
-    'chunk': 'Frames per audio message.',
-    'frame_id': 'header.frame_id of audio messages.',
-    'autostart': 'Configure and activate without a lifecycle manager (true/false).',
+    'engine': (str, "Speech engine: 'hayakoe' or 'openjtalk'."),
+    'fallback_engine': (str, "Engine used when 'engine' fails to load: 'openjtalk' or "
+                             "'none'."),
+    'device': (str, "hayakoe device: 'cpu' (ONNX Runtime) or 'cuda' (PyTorch)."),
+    'compile': (bool, 'CUDA only: torch.compile the BERT (true/false).'),
+    'speaker': (str, 'hayakoe speaker name, e.g. jvnv-F1-jp.'),
+    'speaker_source': (str, 'Speaker files URI: hf://user/repo, file:///path or s3://...'),
+    'bert_source': (str, 'BERT/tokenizer URI: hf://user/repo, file:///path or s3://...'),
+    'cache_dir': (str, 'hayakoe download cache directory.'),
+    'num_threads': (int, 'ONNX Runtime intra-op threads per session (0 = default).'),
+    'style': (str, 'Voice style name, e.g. Neutral.'),
+    'rate': (float, 'Speaking-rate multiplier (2.0 = twice as fast).'),
+    'volume': (float, 'Linear gain of the voice (1.0 = model level).'),
+    'queue_policy': (str, "'enqueue' (FIFO) or 'interrupt' (new speech cancels the current "
+                          'one).'),
+    'chunk': (int, 'Frames per audio message.'),
+    'frame_id': (str, 'header.frame_id of audio messages.'),
+    'autostart': (bool, 'Configure and activate without a lifecycle manager (true/false).'),
 }
+
+# An action is a set of services and topics. rcl remaps action names as a whole only
+# since Kilted (ros2/rcl#1170); on Humble and Jazzy its parts must be remapped one by one.
+# On Kilted these extra rules never match (the action name is remapped first): harmless.
+_ACTION_PARTS = ('_action/send_goal', '_action/cancel_goal', '_action/get_result',
+                 '_action/feedback', '_action/status')
+
+
+def typed(name: str, kind: type, text: str):
+    """Convert a launch argument's string to the parameter's type (bool: true/false)."""
+    if kind is bool:
+        if text.strip().lower() not in ('true', 'false'):
+            raise ValueError(f"launch argument {name}:={text!r}: expected 'true' or 'false'")
+        return text.strip().lower() == 'true'
+    try:
+        return kind(text)
+    except ValueError:
+        raise ValueError(f'launch argument {name}:={text!r}: expected {kind.__name__}') from None
 
 
 def _node(context, *args, **kwargs):
     overrides = {}
-    for name in PARAMETER_ARGUMENTS:
+    for name, (kind, _) in PARAMETER_ARGUMENTS.items():
         value = LaunchConfiguration(name).perform(context)
         if value != '':
-            overrides[name] = yaml.safe_load(value)
+            overrides[name] = typed(name, kind, value)
+    say = LaunchConfiguration('say_action').perform(context)
+    remappings = [
+        ('text', LaunchConfiguration('text_topic')),
+        ('audio', LaunchConfiguration('audio_topic')),
+        ('say', say),
+    ]
+    if say != 'say':
+        remappings += [(f'say/{part}', f'{say}/{part}') for part in _ACTION_PARTS]
     return [LifecycleNode(
         package='hayakoe_ros',
         executable='tts_node',
@@ -48,11 +76,7 @@ def _node(context, *args, **kwargs):
         namespace=LaunchConfiguration('namespace'),
         output='screen',
         parameters=[LaunchConfiguration('params_file'), overrides],
-        remappings=[
-            ('text', LaunchConfiguration('text_topic')),
-            ('audio', LaunchConfiguration('audio_topic')),
-            ('say', LaunchConfiguration('say_action')),
-        ],
+        remappings=remappings,
         arguments=['--ros-args', '--log-level', LaunchConfiguration('log_level')],
     )]
 
@@ -79,5 +103,5 @@ def generate_launch_description():
     ]
     arguments += [DeclareLaunchArgument(name, default_value='',
                                         description=text + ' Empty: from params_file.')
-                  for name, text in PARAMETER_ARGUMENTS.items()]
+                  for name, (_, text) in PARAMETER_ARGUMENTS.items()]
     return LaunchDescription(arguments + [OpaqueFunction(function=_node)])

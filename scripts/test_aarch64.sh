@@ -321,6 +321,6 @@ EOF
 phases="$(IFS=';'; echo "${PHASES[*]}")"
 log "phases: ${phases//;/, }; total $((SECONDS - T0)) s"
 log 'NOTE: these timings are qemu user-mode emulation on this host; they prove nothing' \
-  'about speed on a Raspberry Pi 4B (docs/raspberry_pi.md: what to expect on a Pi).'
+  'about speed on a Raspberry Pi 4B (README, "Raspberry Pi 4B": what to expect on a Pi).'
 [[ $failed == 0 ]] || die 'emulated aarch64 tests failed (logs: '"${RUN#"$ROOT"/}"')'
 log 'ok'

@@ -26,8 +26,11 @@ def test_launch_file_declares_arguments_for_real_parameters():
     tree = ast.parse(source)
     overrides = next(node.value for node in tree.body if isinstance(node, ast.Assign)
                      and node.targets[0].id == 'PARAMETER_ARGUMENTS')
-    names = ast.literal_eval(overrides)
+    names = {key.value: value.elts[0].id for key, value in
+             zip(overrides.keys, overrides.values)}
     assert set(names) <= set(PARAMETERS)
+    for name, kind in names.items():  # each override is converted to the declared type
+        assert kind == type(PARAMETERS[name][0]).__name__, name
     for arg in ('params_file', 'namespace', 'text_topic', 'audio_topic', 'say_action'):
         assert f"'{arg}'" in source
     assert "executable='tts_node'" in source
@@ -44,3 +47,21 @@ def test_setup_installs_launch_and_config():
     assert "glob('launch/*.launch.py')" in setup and "glob('config/*.yaml')" in setup
     assert (REPO / 'resource' / 'hayakoe_ros').exists()
     assert '$base/lib/hayakoe_ros' in (REPO / 'setup.cfg').read_text()
+
+
+def test_readme_parameter_table_matches_the_node():
+    """The README's table is generated from PARAMETERS (parameter_table()); keep it so."""
+    from hayakoe_ros.tts_node import parameter_table
+
+    readme = (REPO / 'README.md').read_text()
+    assert parameter_table() in readme, 'regenerate: python -c "from hayakoe_ros.tts_node ' \
+        'import parameter_table; print(parameter_table())"'
+
+
+def test_yaml_comments_state_the_declared_ranges():
+    lines = (REPO / 'config' / 'tts.yaml').read_text().splitlines()
+    for name, (_default, _, bounds, _) in PARAMETERS.items():
+        if isinstance(bounds, tuple) and not isinstance(bounds[0], str):
+            line = next(x for x in lines if x.strip().startswith(f'{name}:'))
+            low, high = bounds
+            assert f'[{low:g}, {high:g}]' in line, (name, line)
