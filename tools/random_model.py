@@ -110,6 +110,26 @@ _CALIBRATION_TEXTS = (
     'はい、わかりました？',
 )
 
+# More sentences for the duration calibration of recipes with
+# 'broad_duration_calibration' (kana, kanji and katakana words, questions,
+# exclamations, clauses; none from the benchmark corpus): the speaking rate of a
+# random-weight model varies a lot from sentence to sentence, so a rate set on
+# three sentences alone does not hold for text in general.
+_DURATION_CALIBRATION_TEXTS = (
+    '明日の天気は晴れ時々曇りで、夕方から少し雨が降るでしょう。',
+    'すみません、駅までの道を教えていただけますか？',
+    'このボタンを押すと、ドアが自動的に開きます。',
+    'ゆっくり休んでくださいね。',
+    'コンピューターのソフトウェアをアップデートしています。',
+    '私たちは毎朝七時に起きて、散歩に出かけます。',
+    'わあ、すごい！本当にできたんだ！',
+    '図書館は月曜日が休館日です。',
+    'お客様、お荷物をお預かりしましょうか？',
+    'プロジェクトの締め切りは来週の金曜日です。',
+    'ねえ、ちょっと待って。',
+    '新しい冷蔵庫を買ったので、古いものを処分しました。',
+)
+
 RECIPES: dict[str, dict[str, Any]] = {
     # Small enough to build in well under a minute on two cores and to
     # synthesise a sentence in a fraction of a second.  Widths hayakoe
@@ -197,7 +217,16 @@ RECIPES: dict[str, dict[str, Any]] = {
         },
         'styles': ['Neutral', 'Happy'],
         'style_std': 0.1,
-        'frames_per_phoneme': 4.5,
+        # Speaking rate.  With 24 random BERT layers the duration predictor's
+        # per-sentence rate spreads widely (5-18 phonemes/s at the tiny
+        # recipe's settings), so the BERT projection into the text encoder is
+        # scaled down (durations then depend on BERT less, compute is the
+        # same) and the rate is set on a broad set of sentences.  3.3 frames
+        # (38 ms) per symbol, blanks included, gives 11-14 phonemes/s, like
+        # real read Japanese; bench/run.py measures it on the ITA corpus.
+        'bert_proj_scale': 0.1,
+        'broad_duration_calibration': True,
+        'frames_per_phoneme': 3.3,
         'punctuation_frames': 12.0,
         'duration_spread': 0.3,
         'raw_peak': 0.5,
@@ -251,7 +280,11 @@ def build_model(
         hps = _make_hyper_parameters(spec, speaker)
         style_vectors = _make_style_vectors(spec, seed)
         calib = _calibration_inputs(hps, tokenizer, bert, style_vectors[0])
-        net_g = _make_synthesizer(hps, spec, seed, calib)
+        duration_calib = calib
+        if spec.get('broad_duration_calibration'):
+            duration_calib = calib + _calibration_inputs(
+                hps, tokenizer, bert, style_vectors[0], _DURATION_CALIBRATION_TEXTS)
+        net_g = _make_synthesizer(hps, spec, seed, calib, duration_calib)
 
         onnx_dir = root / 'onnx' / 'speakers' / speaker
         _write_speaker_common(onnx_dir, hps, style_vectors)
@@ -594,8 +627,9 @@ def _new_net_g(hps):
     )
 
 
-def _calibration_inputs(hps, tokenizer, bert, style_vec: np.ndarray) -> list[dict[str, Any]]:
-    """Run hayakoe's text front end + the torch BERT on the calibration texts.
+def _calibration_inputs(hps, tokenizer, bert, style_vec: np.ndarray,
+                        texts: tuple = _CALIBRATION_TEXTS) -> list[dict[str, Any]]:
+    """Run hayakoe's text front end + the torch BERT on ``texts`` (the calibration texts).
 
     Mirrors ``hayakoe.nlp.japanese.bert_feature.extract_bert_feature`` without
     touching hayakoe's global tokenizer/model singletons.
@@ -606,7 +640,7 @@ def _calibration_inputs(hps, tokenizer, bert, style_vec: np.ndarray) -> list[dic
 
     wrapper = _BertFeatures.wrap(bert)
     items = []
-    for text in _CALIBRATION_TEXTS:
+    for text in texts:
         # hayakoe's g2p splits words with the *global* tokenizer (word2ph).
         with _borrowed_global_tokenizer(tokenizer):
             norm_text, phone, tone, language, word2ph = prepare_phone_sequences(text, hps)
@@ -629,14 +663,24 @@ def _calibration_inputs(hps, tokenizer, bert, style_vec: np.ndarray) -> list[dic
     return items
 
 
-def _make_synthesizer(hps, spec: dict[str, Any], seed: int, calib: list[dict[str, Any]]):
-    """Create the random SynthesizerTrn and calibrate durations and level."""
+def _make_synthesizer(hps, spec: dict[str, Any], seed: int, calib: list[dict[str, Any]],
+                      duration_calib: list[dict[str, Any]] | None = None):
+    """Create the random SynthesizerTrn and calibrate durations and level.
+
+    Durations are calibrated on ``duration_calib`` (default: ``calib``), the output
+    level on ``calib``.  The recipe's optional ``bert_proj_scale`` first scales the
+    text encoder's BERT projection.
+    """
     import torch
 
     torch.manual_seed(seed + 2)
     net_g = _new_net_g(hps).eval()
+    bert_scale = float(spec.get('bert_proj_scale', 1.0))
+    if bert_scale != 1.0:
+        with torch.no_grad():
+            net_g.enc_p.bert_proj.weight.mul_(bert_scale)
 
-    _calibrate_durations(net_g, spec, calib)
+    _calibrate_durations(net_g, spec, duration_calib or calib)
 
     # Output level: scale the decoder's last conv so the raw waveform of the
     # calibration sentences peaks at ``raw_peak`` (tanh stays unsaturated).

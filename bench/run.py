@@ -1,0 +1,660 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""``make bench``: tts_node against raw hayakoe on a full-size random-weight model.
+
+One run measures, on the same model, voice settings and texts (1, 3 and 10 sentences of
+the shared corpus, each a prefix of the next):
+
+* throughput: speed factor (audio s / compute s) of hayakoe ``Speaker.generate()`` and of
+  the node end to end (text published on ``text`` -> last chunk received over the rmw,
+  ``pacing:=false``), and their ratio;
+* time to first audio: the node (text published -> first chunk received), hayakoe
+  ``stream()`` (first chunk) and ``generate()``; and TTFA(10 sentences) / TTFA(1);
+* cancel latency: ``say`` cancel request sent -> last chunk received (pacing on);
+* peak RSS (VmHWM) of the node process and of a raw hayakoe process doing the same work;
+* thread scaling (``num_threads`` 1 and 2), the Open JTalk engine, the phoneme rate of the
+  model's duration predictor, and what the node's per-boundary pause prediction costs.
+
+Raw hayakoe runs in worker processes (``bench/raw_worker.py``), the node as a subprocess;
+raw and node runs alternate (raw first on even repetitions, node first on odd ones) after
+both have been warmed up. Voice: deterministic (``noise``, ``noise_w``, ``sdp_ratio`` 0;
+style Neutral; speed 1). The results go to ``bench/results.json`` and, between the markers,
+to ``BENCHMARKS.md``; the table is printed too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # tools/ is a top-level package, not installed
+    sys.path.insert(0, str(REPO))
+
+from bench import report  # noqa: E402
+from bench.node_driver import BenchClient, NodeProcess, read_cpu_s, read_vm_kib  # noqa: E402
+from bench.raw_worker import VOICE  # noqa: E402
+from bench.texts import benchmark_texts, corpus_dir, ita_sentences  # noqa: E402
+
+MARK_BEGIN = '<!-- bench:begin (written by bench/run.py; edit outside the markers) -->'
+MARK_END = '<!-- bench:end -->'
+SPEAKER = {'full': 'full-jp', 'tiny': 'tiny-jp'}
+SIZES = (1, 3, 10)
+
+TARGETS = {
+    'speed_ratio': 0.97,      # node speed factor / raw speed factor, >=
+    'ttfa_ratio': 1.2,        # node TTFA(10) / TTFA(1), <=
+    'cancel_ms': 100.0,       # cancel sent -> last chunk received, <=
+    'rss_extra_mb': 60.0,     # node peak RSS - raw peak RSS, <=
+    'phoneme_rate': (11.0, 14.0),
+}
+
+
+class RawWorker:
+    """A ``bench/raw_worker.py`` process and its JSON-lines pipe."""
+
+    def __init__(self, mode: str, log_dir: Path, root: Path | None = None,
+                 speaker: str = '', threads: int = 0) -> None:
+        args = [sys.executable, str(REPO / 'bench' / 'raw_worker.py'), mode]
+        if root is not None:
+            args += ['--root', str(root), '--speaker', speaker, '--threads', str(threads)]
+        self.name = f'{mode}-t{threads}'
+        self._log = open(Path(log_dir) / f'raw_{self.name}.log', 'w', encoding='utf-8')
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self._log, cwd=REPO, text=True, bufsize=1)
+        self.load_s = 0.0
+
+    def wait_ready(self) -> 'RawWorker':
+        """Block until the worker has loaded its engine; return self."""
+        hello = self._read()
+        self.load_s = hello['load_s']
+        return self
+
+    def _read(self) -> dict:
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f'raw worker {self.name} died; see {self._log.name}')
+        return json.loads(line)
+
+    def call(self, op: str, **kwargs) -> dict:
+        """Send one request and return the reply (raise on a reported error).
+
+        ``cpu_s`` is added: CPU time the worker used meanwhile (all threads).
+        """
+        cpu0 = read_cpu_s(self.proc.pid)
+        self.proc.stdin.write(json.dumps({'op': op, **kwargs}) + '\n')
+        self.proc.stdin.flush()
+        reply = self._read()
+        if 'error' in reply:
+            raise RuntimeError(f'raw worker {self.name}: {op}: {reply["error"]}')
+        reply['cpu_s'] = read_cpu_s(self.proc.pid) - cpu0
+        return reply
+
+    def peak_rss_kib(self) -> int:
+        """Peak resident set size of the worker (VmHWM), KiB."""
+        return read_vm_kib(self.proc.pid)
+
+    def stop(self) -> None:
+        """Ask the worker to quit and wait for it."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write(json.dumps({'op': 'quit'}) + '\n')
+                self.proc.stdin.close()
+                self.proc.wait(30)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+
+
+def log(msg: str) -> None:
+    """Progress line on stderr, with the elapsed time."""
+    print(f'[bench {time.perf_counter() - _T0:6.0f}s] {msg}', file=sys.stderr, flush=True)
+
+
+_T0 = time.perf_counter()
+
+
+def mb(kib: float) -> float:
+    """KiB -> MB (10^6 bytes)."""
+    return kib * 1024 / 1e6
+
+
+def hayakoe_params(root: Path, speaker: str, threads: int) -> dict:
+    """Node parameters: the benchmark model, deterministic voice, pacing off."""
+    return dict(engine='hayakoe', fallback_engine='none', speaker=speaker,
+                speaker_source=f'file://{root}', bert_source=f'file://{root}',
+                num_threads=threads, pacing=False, **VOICE)
+
+
+def measure_hayakoe(args, root: Path, speaker: str, texts: dict, log_dir: Path,
+                    ns: str) -> dict:
+    """Throughput, TTFA, thread scaling, memory and cancel latency (hayakoe engine)."""
+    threads_main, threads_low = args.threads, 1
+    log(f'starting raw hayakoe and tts_node processes at {threads_main} and '
+        f'{threads_low} thread(s)')
+    raw = RawWorker('hayakoe', log_dir, root, speaker, threads_main)
+    # stream() in a process of its own, so that `raw` does exactly what the node does
+    # (the same texts, whole) and the two peak RSS values compare like with like.
+    raw_stream = RawWorker('hayakoe', log_dir, root, speaker, threads_main)
+    raw_low = RawWorker('hayakoe', log_dir, root, speaker, threads_low)
+    node = NodeProcess(hayakoe_params(root, speaker, threads_main), f'{ns}_t{threads_main}',
+                       log_dir)
+    node_low = NodeProcess(hayakoe_params(root, speaker, threads_low),
+                           f'{ns}_t{threads_low}', log_dir)
+    procs = [raw, raw_stream, raw_low, node, node_low]
+    clients = []
+    try:
+        for p in procs:
+            p.wait_ready()
+        client = BenchClient(node, 'bench_client_main')
+        client_low = BenchClient(node_low, 'bench_client_low')
+        clients = [client, client_low]
+        startup = {'raw_load_s': raw.load_s, 'node_ready_s': node.start_s}
+        log('warming up (one 3-sentence text on each process, then a 1-sentence stream)')
+        for w in (raw, raw_low):
+            w.call('generate', text=texts[3])
+        raw_stream.call('stream_first', text=texts[1])
+        for c in clients:
+            c.speak_topic(texts[3])
+
+        gen = {n: [] for n in SIZES}
+        stream = {n: [] for n in SIZES}
+        node_run = {n: [] for n in SIZES}
+        low = {'raw': [], 'node': []}
+        for rep in range(args.reps):
+            log(f'repetition {rep + 1}/{args.reps} ({"raw" if rep % 2 == 0 else "node"} first)')
+            for n in SIZES:
+                sides = ['raw', 'node'] if rep % 2 == 0 else ['node', 'raw']
+                for side in sides:
+                    if side == 'raw':
+                        gen[n].append(raw.call('generate', text=texts[n]))
+                        stream[n].append(raw_stream.call('stream_first', text=texts[n]))
+                    else:
+                        node_run[n].append(client.speak_topic(texts[n]))
+            for side in (['raw', 'node'] if rep % 2 == 0 else ['node', 'raw']):
+                if rep >= args.scaling_reps:
+                    break
+                if side == 'raw':
+                    low['raw'].append(raw_low.call('generate', text=texts[3]))
+                else:
+                    low['node'].append(client_low.speak_topic(texts[3]))
+        rss = {'raw_kib': raw.peak_rss_kib(), 'node_kib': node.peak_rss_kib(),
+               'raw_1thread_kib': raw_low.peak_rss_kib(),
+               'node_1thread_kib': node_low.peak_rss_kib()}
+        for p in (raw_low, node_low, raw_stream):
+            p.stop()
+        client_low.close()
+        clients.remove(client_low)
+
+        log(f'cancel latency: {args.cancel_trials} canceled goals, pacing on '
+            '(max_lead_s 0.3)')
+        client.set_parameter('pacing', True)
+        cancels = []
+        for k in range(args.cancel_trials):
+            cancels.append(client.cancel_after(texts[10], after_audio_s=0.8 + 0.17 * k))
+        client.set_parameter('pacing', False)
+        rss['node_after_cancel_kib'] = node.peak_rss_kib()
+    finally:
+        for c in clients:
+            c.close()
+        for p in procs:
+            p.stop()
+    return {'startup': startup, 'generate': gen, 'stream': stream, 'node': node_run,
+            'threads_low': low, 'threads': [threads_low, threads_main], 'rss': rss,
+            'cancel': cancels}
+
+
+def measure_micro(args, root: Path, speaker: str, texts: dict, ita: list,
+                  log_dir: Path) -> dict:
+    """Per-boundary pause-prediction cost and the duration predictor's phoneme rate."""
+    log('micro-measurements: per-segment and per-boundary costs, phoneme rate')
+    worker = RawWorker('engine', log_dir, root, speaker, args.threads).wait_ready()
+    try:
+        micro = worker.call('micro', text=texts[10], reps=args.micro_reps)
+        rate = worker.call('phoneme_rate', texts=ita[:args.rate_sentences])
+    finally:
+        worker.stop()
+    return {'micro': micro, 'phoneme_rate': rate}
+
+
+def measure_openjtalk(args, texts: dict, log_dir: Path, ns: str) -> dict:
+    """Speed factor and TTFA of the Open JTalk engine: pyopenjtalk vs. the node."""
+    log('Open JTalk: pyopenjtalk vs. tts_node engine:=openjtalk')
+    raw = RawWorker('openjtalk', log_dir)
+    node = NodeProcess({'engine': 'openjtalk', 'pacing': False}, f'{ns}_ojt', log_dir)
+    client = None
+    try:
+        raw.wait_ready()
+        node.wait_ready()
+        client = BenchClient(node, 'bench_client_ojt')
+        raw.call('generate', text=texts[3])
+        client.speak_topic(texts[3])
+        gen = {n: [] for n in SIZES}
+        node_run = {n: [] for n in SIZES}
+        for rep in range(args.reps):
+            for n in SIZES:
+                for side in (['raw', 'node'] if rep % 2 == 0 else ['node', 'raw']):
+                    if side == 'raw':
+                        gen[n].append(raw.call('generate', text=texts[n]))
+                    else:
+                        node_run[n].append(client.speak_topic(texts[n]))
+        rss = {'raw_kib': raw.peak_rss_kib(), 'node_kib': node.peak_rss_kib()}
+    finally:
+        if client is not None:
+            client.close()
+        raw.stop()
+        node.stop()
+    return {'generate': gen, 'node': node_run, 'rss': rss}
+
+
+# --------------------------------------------------------------------------- analysis
+
+
+def speed(runs: list, time_key: str) -> list:
+    """Speed factors (audio s / compute s) of a list of run dicts."""
+    return [r['audio_s'] / r[time_key] for r in runs]
+
+
+def analyse(h: dict, micro: dict, ojt: dict) -> dict:
+    """Turn raw measurements into summaries and claims."""
+    out: dict = {'throughput': {}, 'ttfa': {}, 'claims': []}
+    for n in SIZES:
+        raw_sf = speed(h['generate'][n], 'compute_s')
+        node_sf = speed(h['node'][n], 'total_s')
+        out['throughput'][n] = {
+            'raw': report.summary(raw_sf), 'node': report.summary(node_sf),
+            'ratio': report.ratios(node_sf, raw_sf),
+            'raw_audio_s': report.summary([r['audio_s'] for r in h['generate'][n]]),
+            'node_audio_s': report.summary([r['audio_s'] for r in h['node'][n]])}
+        raw_cpu = [r['cpu_s'] / r['audio_s'] for r in h['generate'][n]]
+        node_cpu = [r['cpu_s'] / r['audio_s'] for r in h['node'][n]]
+        out['throughput'][n].update({
+            'raw_cpu': report.summary(raw_cpu), 'node_cpu': report.summary(node_cpu),
+            'cpu_ratio': report.ratios(node_cpu, raw_cpu)})
+        out['ttfa'][n] = {
+            'node': report.summary([r['ttfa_s'] for r in h['node'][n]]),
+            'stream': report.summary([r['ttfa_s'] for r in h['stream'][n]]),
+            'generate': report.summary([r['compute_s'] for r in h['generate'][n]])}
+    out['lost_chunks'] = sum(r.get('lost_chunks', 0) for n in SIZES for r in h['node'][n])
+    out['ttfa_ratio'] = {
+        'node': report.ratios([r['ttfa_s'] for r in h['node'][10]],
+                              [r['ttfa_s'] for r in h['node'][1]]),
+        'stream': report.ratios([r['ttfa_s'] for r in h['stream'][10]],
+                                [r['ttfa_s'] for r in h['stream'][1]]),
+        'generate': report.ratios([r['compute_s'] for r in h['generate'][10]],
+                                  [r['compute_s'] for r in h['generate'][1]])}
+    out['cancel'] = {k: report.summary([c[k] for c in h['cancel']])
+                     for k in ('latency_s', 'ack_s', 'late_chunks', 'downstream_s')}
+    rss = h['rss']
+    out['rss_mb'] = {k.replace('_kib', ''): mb(v) for k, v in rss.items()}
+    out['rss_mb']['extra'] = mb(rss['node_kib'] - rss['raw_kib'])
+    out['rss_mb']['extra_1thread'] = mb(rss['node_1thread_kib'] - rss['raw_1thread_kib'])
+    low = h['threads_low']
+    t_lo, t_hi = h['threads']
+    k = len(low['raw'])  # the 1-thread runs were paired with the first k repetitions
+    out['threads'] = {
+        'raw': {t_lo: report.summary(speed(low['raw'], 'compute_s')),
+                t_hi: report.summary(speed(h['generate'][3][:k], 'compute_s'))},
+        'node': {t_lo: report.summary(speed(low['node'], 'total_s')),
+                 t_hi: report.summary(speed(h['node'][3][:k], 'total_s'))}}
+    if ojt:
+        out['openjtalk'] = {n: {
+            'raw': report.summary(speed(ojt['generate'][n], 'compute_s')),
+            'node': report.summary(speed(ojt['node'][n], 'total_s')),
+            'ratio': report.ratios(speed(ojt['node'][n], 'total_s'),
+                                   speed(ojt['generate'][n], 'compute_s')),
+            'cpu_ratio': report.ratios([r['cpu_s'] / r['audio_s'] for r in ojt['node'][n]],
+                                       [r['cpu_s'] / r['audio_s']
+                                        for r in ojt['generate'][n]]),
+            'ttfa_node': report.summary([r['ttfa_s'] for r in ojt['node'][n]]),
+            'ttfa_raw': report.summary([r['compute_s'] for r in ojt['generate'][n]])}
+            for n in SIZES}
+        out['openjtalk_ttfa_ratio'] = report.ratios(
+            [r['ttfa_s'] for r in ojt['node'][10]], [r['ttfa_s'] for r in ojt['node'][1]])
+    if micro:
+        m = dict(micro['micro'])
+        m['e2e_ratio'] = out['throughput'][10]['ratio']['median']
+        # The synthesizer runs are the same computation on both sides (their difference
+        # is run-to-run noise), so the systematic difference is everything else.
+        m['extra'] = sum(m.get(f'node_{k}', 0.0) - m.get(f'hk_{k}', 0.0)
+                         for k in ('bert', 'dp', 'other'))
+        m['predicted_ratio'] = m['hk_total'] / (m['hk_total'] + m['extra'])
+        m['predicted_ratio_no_pair_dp'] = m['hk_total'] / (
+            m['hk_total'] + m['extra'] - m.get('node_dp', 0.0))
+        pair, left = m.get('pause_pair_s'), m.get('pause_left_only_s')
+        if pair and left:
+            m['pause_median_ms'] = report.summary(pair)['median'] * 1000
+            m['pause_context_diff_ms'] = report.summary(
+                [abs(a - b) for a, b in zip(pair, left)])['median'] * 1000
+        out['micro'] = m
+        out['phoneme_rate'] = micro['phoneme_rate']
+    return out
+
+
+def claims(a: dict) -> list:
+    """Rows of the claims table: claim, measured, target, status."""
+    rows = []
+    for n in SIZES:
+        r = a['throughput'][n]['ratio']
+        rows.append([f'speed factor node / raw, {n} sentence{"s" * (n > 1)}',
+                     report.fmt(r), f'≥ {TARGETS["speed_ratio"]}',
+                     report.status(r['median'], TARGETS['speed_ratio'], True)])
+    cpu_target = 1 / TARGETS['speed_ratio']
+    for n in SIZES:
+        r = a['throughput'][n]['cpu_ratio']
+        rows.append([f'CPU s per audio s node / raw, {n} sentence{"s" * (n > 1)} '
+                     '(same claim, load-robust)', report.fmt(r, digits=3),
+                     f'≤ {cpu_target:.3f}', report.status(r['median'], cpu_target, False)])
+    r = a['ttfa_ratio']['node']
+    rows.append(['node TTFA(10 sentences) / TTFA(1)', report.fmt(r),
+                 f'≤ {TARGETS["ttfa_ratio"]}',
+                 report.status(r['median'], TARGETS['ttfa_ratio'], False)])
+    c = a['cancel']['latency_s']
+    rows.append(['cancel sent → last chunk received (pacing on)',
+                 report.fmt(c, ' ms', 1000, 1), f'≤ {TARGETS["cancel_ms"]:.0f} ms',
+                 report.status(c['median'] * 1000, TARGETS['cancel_ms'], False)])
+    m = a['rss_mb']
+    for label, extra, node, raw in (
+            ('1, 3 and 10 sentences, 2 threads', m['extra'], m['node'], m['raw']),
+            ('3 sentences only, 1 thread', m['extra_1thread'], m['node_1thread'],
+             m['raw_1thread'])):
+        rows.append([f'peak RSS node − raw generate(), same texts ({label})',
+                     f'{extra:+.0f} MB ({node:.0f} vs {raw:.0f})',
+                     f'≤ +{TARGETS["rss_extra_mb"]:.0f} MB',
+                     report.status(extra, TARGETS['rss_extra_mb'], False)])
+    if 'phoneme_rate' in a:
+        pr = a['phoneme_rate']
+        lo, hi = TARGETS['phoneme_rate']
+        ok = lo <= pr['articulation'] <= hi
+        rows.append(['model phoneme rate (articulation; overall incl. pauses)',
+                     f"{pr['articulation']:.1f} ph/s ({pr['overall']:.1f})",
+                     f'{lo:.0f}–{hi:.0f} ph/s', 'met' if ok else '**MISSED**'])
+    return rows
+
+
+def markdown(a: dict, results: dict) -> str:
+    """The generated part of BENCHMARKS.md."""
+    cfg = results['config']
+    fmt = report.fmt
+    parts = [
+        f"Model: random-weight `{cfg['recipe']}` recipe ({cfg['model_note']}), speaker "
+        f"`{cfg['speaker']}`; {cfg['reps']} alternating repetitions, medians with "
+        f"(min–max); voice deterministic (noise, noise_w, sdp_ratio 0, Neutral, speed 1); "
+        f"ONNX Runtime threads {cfg['threads']} (raw and node alike) unless stated.",
+        '',
+        report.machine_markdown(results['machine']),
+        '',
+        '### Claims',
+        '',
+        report.table([['claim', 'measured', 'target', 'status']] + claims(a)),
+        '',
+        '### Throughput: speed factor (audio s / compute s; higher is faster)',
+        '',
+        'raw = hayakoe `Speaker.generate()` in its own process; node = text published on '
+        '`text` → last chunk received by a subscriber (`pacing:=false`); chunks lost on '
+        f"the way (gaps in the stamps): {a['lost_chunks']}. CPU = CPU seconds the process "
+        'used (all threads, from /proc) per second of audio: it shows whether the node '
+        'does more work or waits more.',
+        '',
+    ]
+    rows = [['text', 'audio (raw / node)', 'hayakoe generate()', 'tts_node end to end',
+             'node / raw', 'status', 'CPU per audio s (raw / node)', 'CPU node / raw']]
+    for n in SIZES:
+        t = a['throughput'][n]
+        rows.append([f'{n} sentence{"s" * (n > 1)}',
+                     f"{t['raw_audio_s']['median']:.1f} s / {t['node_audio_s']['median']:.1f} s",
+                     fmt(t['raw']), fmt(t['node']), fmt(t['ratio'], digits=3),
+                     report.status(t['ratio']['median'], TARGETS['speed_ratio'], True),
+                     f"{t['raw_cpu']['median']:.2f} / {t['node_cpu']['median']:.2f}",
+                     fmt(t['cpu_ratio'], digits=3)])
+    parts += [report.table(rows), '', '### Time to first audio', '',
+              'node: text published → first chunk received; stream(): hayakoe '
+              '`Speaker.stream()` → first chunk; generate(): the whole text (it returns '
+              'nothing earlier).', '']
+    rows = [['text', 'tts_node', 'hayakoe stream()', 'hayakoe generate()']]
+    for n in SIZES:
+        t = a['ttfa'][n]
+        rows.append([f'{n} sentence{"s" * (n > 1)}', fmt(t['node'], ' ms', 1000, 0),
+                     fmt(t['stream'], ' ms', 1000, 0), fmt(t['generate'], ' ms', 1000, 0)])
+    r = a['ttfa_ratio']
+    rows.append([f'TTFA(10) / TTFA(1) (target node ≤ {TARGETS["ttfa_ratio"]}: '
+                 f"{report.status(r['node']['median'], TARGETS['ttfa_ratio'], False)})",
+                 fmt(r['node']), fmt(r['stream']), fmt(r['generate'])])
+    parts += [report.table(rows), '']
+    c = a['cancel']
+    parts += ['### Cancel latency (`say` goal on the 10-sentence text, pacing on, '
+              'max_lead_s 0.3)', '',
+              report.table([
+                  ['measure', f"median (min–max), {c['latency_s']['n']} cancels"],
+                  ['cancel sent → last chunk received on `audio` (0 if none came after)',
+                   fmt(c['latency_s'], ' ms', 1000, 1)],
+                  ['cancel sent → cancel response', fmt(c['ack_s'], ' ms', 1000, 1)],
+                  ['chunks received after the cancel was sent', fmt(c['late_chunks'],
+                                                                    digits=0)],
+                  ['audio published before the cancel that plays after it (stamps)',
+                   fmt(c['downstream_s'], ' ms', 1000, 0)]]), '']
+    m = a['rss_mb']
+    t_lo, t_hi = results['config']['threads_compared']
+    parts += ['### Peak RSS (VmHWM) and thread scaling', '',
+              f'Peak RSS after the same syntheses: at {t_hi} threads the warm-up and every '
+              f'repetition of the 1-, 3- and 10-sentence texts; at {t_lo} thread the '
+              'warm-up and the 3-sentence runs only.', '',
+              report.table([
+                  ['process', f'{t_hi} threads', f'{t_lo} thread'],
+                  ['raw hayakoe generate()', f"{m['raw']:.0f} MB",
+                   f"{m['raw_1thread']:.0f} MB"],
+                  ['tts_node', f"{m['node']:.0f} MB (after the cancels: "
+                   f"{m['node_after_cancel']:.0f} MB)", f"{m['node_1thread']:.0f} MB"],
+                  ['node − raw', f"{m['extra']:+.0f} MB", f"{m['extra_1thread']:+.0f} MB"]]),
+              '']
+    th = a['threads']
+    rows = [['speed factor, 3 sentences', f'{t_lo} thread', f'{t_hi} threads',
+             f'{t_hi} / {t_lo}']]
+    for side, label in (('raw', 'hayakoe generate()'), ('node', 'tts_node')):
+        rows.append([label, fmt(th[side][t_lo]), fmt(th[side][t_hi]),
+                     f"{th[side][t_hi]['median'] / th[side][t_lo]['median']:.2f}"])
+    parts += [report.table(rows), '']
+    if 'openjtalk' in a:
+        parts += ['### Open JTalk engine', '',
+                  'raw = `pyopenjtalk.tts()` on the whole text (no streaming API: its TTFA '
+                  'is the whole synthesis); node = `engine:=openjtalk`, pacing off.', '']
+        rows = [['text', 'speed factor raw', 'speed factor node', 'node / raw',
+                 'CPU node / raw', 'TTFA raw', 'TTFA node']]
+        for n in SIZES:
+            o = a['openjtalk'][n]
+            rows.append([f'{n} sentence{"s" * (n > 1)}', fmt(o['raw'], digits=1),
+                         fmt(o['node'], digits=1), fmt(o['ratio'], digits=2),
+                         fmt(o['cpu_ratio'], digits=2), fmt(o['ttfa_raw'], ' ms', 1000, 0),
+                         fmt(o['ttfa_node'], ' ms', 1000, 0)])
+        rows.append(['node TTFA(10) / TTFA(1)', '', '', '', '', '',
+                     fmt(a['openjtalk_ttfa_ratio'])])
+        parts += [report.table(rows), '']
+    if 'micro' in a:
+        mi = a['micro']
+        rows = [['10-sentence text', 'hayakoe generate()', 'node pipeline, no ROS',
+                 'node − hayakoe']]
+        for role, label in (('bert', 'BERT session'), ('dp', 'duration-predictor session'),
+                            ('synth', 'synthesizer session')):
+            if f'hk_{role}' not in mi:
+                continue
+            rows.append([label,
+                         f"{mi[f'hk_{role}']:.2f} s ({mi[f'hk_{role}_runs']:.0f} runs)",
+                         f"{mi[f'node_{role}']:.2f} s ({mi[f'node_{role}_runs']:.0f} runs)",
+                         f"{mi[f'node_{role}'] - mi[f'hk_{role}']:+.2f} s"])
+        rows.append(['other (text front end, gain and limiter, threads)',
+                     f"{mi['hk_other']:.2f} s", f"{mi['node_other']:.2f} s",
+                     f"{mi['node_other'] - mi['hk_other']:+.2f} s"])
+        rows.append(['total', f"{mi['hk_total']:.2f} s", f"{mi['node_total']:.2f} s",
+                     f"{mi['node_total'] - mi['hk_total']:+.2f} s: node / raw = "
+                     f"{mi['ratio']:.3f}"])
+        parts += [
+            "### Where the node's compute goes (10-sentence text)", '',
+            'One process, no ROS, after the runs above: hayakoe `generate()` and the '
+            "node's pipeline (its scheduler, pacing off, chunks dropped) alternate, with "
+            "every ONNX Runtime session's `run` timed (medians; engine used through its "
+            'public methods, so this measures it as it is).', '',
+            report.table(rows), '',
+            f"The synthesizer runs are the same computation on both sides (their "
+            f"difference is run-to-run noise); the rest differs by {mi['extra']:+.2f} s, "
+            f"which predicts node / raw = {mi['predicted_ratio']:.3f} (end to end over ROS: "
+            f"{mi['e2e_ratio']:.3f}, throughput table). Without the per-boundary "
+            f"duration-predictor runs (the pause read from the synthesizer's own "
+            f"`durations` output instead) it would predict "
+            f"{mi['predicted_ratio_no_pair_dp']:.3f}.", '']
+        if 'pause_context_diff_ms' in mi:
+            parts += [f"Pauses predicted from the pair (the node now) vs. from the left "
+                      f"segment alone (what the synthesizer's own `durations` output gives "
+                      f"at no cost): median pause {mi['pause_median_ms']:.0f} ms, median "
+                      f"|difference| {mi['pause_context_diff_ms']:.0f} ms over "
+                      f"{mi['boundaries']} boundaries.", '']
+    if 'phoneme_rate' in a:
+        pr = a['phoneme_rate']
+        parts += [f"Duration predictor speaking rate over {pr['sentences']} ITA "
+                  f"sentences: {pr['articulation']:.1f} phonemes/s articulation rate "
+                  f"(pauses and punctuation left out), {pr['overall']:.1f} phonemes/s "
+                  f"overall ({pr['phonemes']} phonemes, {pr['audio_s']:.0f} s).", '']
+    return '\n'.join(parts)
+
+
+def write_benchmarks_md(path: Path, generated: str) -> None:
+    """Replace the generated block of BENCHMARKS.md, keeping the text around it."""
+    block = f'{MARK_BEGIN}\n{generated}\n{MARK_END}'
+    if path.exists():
+        text = path.read_text(encoding='utf-8')
+        if MARK_BEGIN in text and MARK_END in text:
+            head = text.split(MARK_BEGIN, 1)[0]
+            tail = text.split(MARK_END, 1)[1]
+            path.write_text(head + block + tail, encoding='utf-8')
+            return
+    path.write_text('# Benchmarks\n\nRun `make bench` to regenerate the block below.\n\n'
+                    + block + '\n', encoding='utf-8')
+
+
+def _by_size(d: dict) -> dict:
+    """JSON turned the text-size keys into strings; turn them back into ints."""
+    return {int(k): v for k, v in d.items()}
+
+
+def render(path: Path, out_md: Path) -> int:
+    """Re-analyse a results.json (e.g. after changing the tables) and rewrite the report."""
+    results = json.loads(path.read_text(encoding='utf-8'))
+    h = dict(results['raw']['hayakoe'])
+    for key in ('generate', 'stream', 'node'):
+        h[key] = _by_size(h[key])
+    ojt = dict(results['raw']['openjtalk'])
+    for key in ('generate', 'node'):
+        if key in ojt:
+            ojt[key] = _by_size(ojt[key])
+    a = analyse(h, results['raw']['micro'], ojt)
+    results['summary'] = a
+    generated = markdown(a, results)
+    path.write_text(json.dumps(results, indent=1, ensure_ascii=False, default=str) + '\n',
+                    encoding='utf-8')
+    write_benchmarks_md(out_md, generated)
+    print(generated)
+    return 0
+
+
+def main(argv=None) -> int:
+    """Run every benchmark and write the report."""
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--recipe', default='full', choices=sorted(SPEAKER),
+                        help='random-weight model recipe (tiny: a quick smoke run)')
+    parser.add_argument('--reps', type=int, default=5, help='alternating repetitions')
+    parser.add_argument('--scaling-reps', type=int, default=3,
+                        help='repetitions of the 1-thread runs (thread scaling)')
+    parser.add_argument('--cancel-trials', type=int, default=7)
+    parser.add_argument('--micro-reps', type=int, default=3)
+    parser.add_argument('--rate-sentences', type=int, default=50,
+                        help='ITA sentences for the phoneme-rate check')
+    parser.add_argument('--threads', type=int, default=2,
+                        help='ONNX Runtime threads of the main comparison')
+    parser.add_argument('--no-openjtalk', action='store_true')
+    parser.add_argument('--no-micro', action='store_true')
+    parser.add_argument('--render', type=Path, metavar='RESULTS_JSON',
+                        help='measure nothing: re-render the tables of a results.json')
+    parser.add_argument('--out-json', type=Path, default=REPO / 'bench' / 'results.json')
+    parser.add_argument('--out-md', type=Path, default=REPO / 'BENCHMARKS.md')
+    args = parser.parse_args(argv)
+    if args.render:
+        return render(args.render, args.out_md)
+
+    os.environ['ROS_DOMAIN_ID'] = str(1 + os.getpid() % 100)
+    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    ns = f'/bench{os.getpid()}'
+    machine = report.machine_info()
+    corpus = corpus_dir()
+    texts = benchmark_texts(corpus)
+    ita = ita_sentences(corpus)
+
+    from tools.random_model import cached_model
+
+    speaker = SPEAKER[args.recipe]
+    cache = Path(os.environ.get('HAYAKOE_ROS_CACHE', REPO / '.cache')) / 'models'
+    log(f'model: {args.recipe} recipe (cached under {cache}; a cold build takes minutes)')
+    t0 = time.perf_counter()
+    root = cached_model(cache, args.recipe, speaker)
+    model_s = time.perf_counter() - t0
+    manifest = json.loads((root / 'random_model.json').read_text(encoding='utf-8'))
+    log(f'model ready in {model_s:.0f} s: {root}')
+
+    import rclpy
+
+    rclpy.init()
+    try:
+        with tempfile.TemporaryDirectory(prefix='hayakoe_bench_') as tmp:
+            log_dir = Path(tmp)
+            try:
+                h = measure_hayakoe(args, root, speaker, texts, log_dir, ns)
+                micro = {} if args.no_micro else measure_micro(
+                    args, root, speaker, texts, ita, log_dir)
+                ojt = {} if args.no_openjtalk else measure_openjtalk(args, texts, log_dir,
+                                                                     ns)
+            except Exception:
+                for f in sorted(log_dir.iterdir()):  # the processes' logs explain it
+                    print(f'--- {f.name}\n{f.read_text(errors="replace")[-4000:]}',
+                          file=sys.stderr)
+                raise
+    finally:
+        rclpy.shutdown()
+
+    machine['loadavg_end'] = os.getloadavg()[0]
+    machine['bench_wall_s'] = time.perf_counter() - _T0
+    bert = manifest['recipe_spec']['bert']
+    results = {
+        'machine': machine,
+        'config': {
+            'recipe': args.recipe, 'speaker': speaker, 'reps': args.reps,
+            'threads': args.threads, 'threads_compared': h['threads'],
+            'cancel_trials': args.cancel_trials, 'voice': VOICE,
+            'texts': {str(n): t for n, t in texts.items()},
+            'model_note': f"BERT {bert['num_hidden_layers']} layers / hidden "
+                          f"{bert['hidden_size']} / {bert['num_attention_heads']} heads / "
+                          f"intermediate {bert['intermediate_size']}, "
+                          f"{bert.get('quantize', 'fp32')}",
+            'model_root': str(root), 'model_ready_s': model_s,
+            'model_build_s': manifest.get('build_seconds'),
+        },
+        'startup': h['startup'],
+        'raw': {'hayakoe': h, 'micro': micro, 'openjtalk': ojt},
+    }
+    a = analyse(h, micro, ojt)
+    results['summary'] = a
+    generated = markdown(a, results)
+    args.out_json.write_text(json.dumps(results, indent=1, ensure_ascii=False,
+                                        default=str) + '\n', encoding='utf-8')
+    write_benchmarks_md(args.out_md, generated)
+    print(generated)
+    log(f'wrote {args.out_json} and {args.out_md}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
