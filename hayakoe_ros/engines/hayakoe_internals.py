@@ -39,7 +39,7 @@ def check_compatible() -> None:
     try:
         from hayakoe.api import speaker as speaker_mod
         from hayakoe.api import tts as tts_mod
-        from hayakoe.models import boundary_pauses, infer_onnx, text_preprocess
+        from hayakoe.models import boundary_pauses, text_preprocess
         from hayakoe.nlp import bert_models, symbols
     except ImportError as exc:  # pragma: no cover - exercised only by a broken install
         raise RuntimeError(f'hayakoe internals moved: {exc}') from exc
@@ -55,7 +55,6 @@ def check_compatible() -> None:
                  '_synthesize_one_with_features'):
         need(speaker_mod.Speaker, attr, 'Speaker')
     need(tts_mod.TTS, '_init_bert', 'TTS')
-    need(infer_onnx, 'get_text_onnx', 'hayakoe.models.infer_onnx')
     need(text_preprocess, 'prepare_phone_sequences', 'hayakoe.models.text_preprocess')
     need(boundary_pauses, 'find_boundary_punct_positions', 'hayakoe.models.boundary_pauses')
     need(bert_models, 'unload_tokenizer', 'hayakoe.nlp.bert_models')
@@ -212,11 +211,26 @@ def pair_durations(speaker, left: SegmentFeatures, right: SegmentFeatures,
     ids = lp[:-2] + rp[3:]
     tones = list(ltone)[:-2] + list(rtone)[3:]
     langs = list(llang)[:-2] + list(rlang)[3:]
+    if speaker._backend == 'onnx':
+        bert = np.concatenate([left.bert[:, :-2], right.bert[:, 3:]], axis=1)
+    else:
+        import torch
+
+        bert = torch.cat([left.bert[:, :-2], right.bert[:, 3:]], dim=1)
+    return _run_duration_predictor(speaker, ids, tones, langs, bert, voice)
+
+
+def _run_duration_predictor(speaker, ids: list, tones: list, langs: list, bert,
+                            voice: VoiceParams) -> Optional[tuple[list, np.ndarray]]:
+    """Text encoder + duration predictor (no decoder) on one phoneme sequence.
+
+    ``bert`` is ``(1024, len(ids))``: numpy (ONNX) or torch (PyTorch). Returns
+    ``(ids, frames)``, or None when an ONNX model has no ``duration_predictor.onnx``.
+    """
     style_vec = speaker._get_style_vector(voice.style, voice.style_weight)
     if speaker._backend == 'onnx':
         if speaker._dp_session is None:
             return None
-        bert = np.concatenate([left.bert[:, :-2], right.bert[:, 3:]], axis=1)
         with speaker._gen_lock:
             frames = speaker._dp_session.run(None, {
                 'x': np.array([ids], dtype=np.int64),
@@ -224,18 +238,17 @@ def pair_durations(speaker, left: SegmentFeatures, right: SegmentFeatures,
                 'sid': np.array([voice.speaker_id], dtype=np.int64),
                 'tone': np.array([tones], dtype=np.int64),
                 'language': np.array([langs], dtype=np.int64),
-                'bert': bert[np.newaxis, :, :].astype(np.float32),
+                'bert': np.asarray(bert)[np.newaxis, :, :].astype(np.float32),
                 'style_vec': style_vec[np.newaxis, :].astype(np.float32),
                 'length_scale': np.array([voice.length_scale], dtype=np.float32),
                 'noise_scale_w': np.array([voice.noise_w], dtype=np.float32),
                 'sdp_ratio': np.array([voice.sdp_ratio], dtype=np.float32),
             })[0][0]
-        return ids, np.asarray(frames, dtype=np.float64).reshape(-1)
+        return list(ids), np.asarray(frames, dtype=np.float64).reshape(-1)
 
     import torch
 
     device = speaker._device
-    bert = torch.cat([left.bert[:, :-2], right.bert[:, 3:]], dim=1)
     with speaker._gen_lock, torch.no_grad():
         net_g = speaker._ensure_pytorch_model()
         frames = net_g.predict_durations(
@@ -247,7 +260,7 @@ def pair_durations(speaker, left: SegmentFeatures, right: SegmentFeatures,
             length_scale=voice.length_scale, sdp_ratio=voice.sdp_ratio,
             noise_scale_w=voice.noise_w,
         ).cpu().numpy()
-    return ids, np.asarray(frames, dtype=np.float64).reshape(-1)
+    return list(ids), np.asarray(frames, dtype=np.float64).reshape(-1)
 
 
 def phone_ids(speaker, text: str) -> list:
@@ -259,54 +272,17 @@ def phone_ids(speaker, text: str) -> list:
 
 def predict_durations(speaker, text: str, voice: VoiceParams
                       ) -> Optional[tuple[list, np.ndarray]]:
-    """Run the text encoder and duration predictor only (no decoder).
+    """Run the text encoder and duration predictor only (no decoder) on ``text``.
 
     Returns:
         ``(phone_ids, frames)``: phoneme ids and predicted frames per phoneme (float array of
         the same length; one frame = ``hop_length`` samples), or ``None`` when the model has
         no duration predictor (an ONNX export without ``duration_predictor.onnx``).
     """
-    style_vec = speaker._get_style_vector(voice.style, voice.style_weight)
-    if speaker._backend == 'onnx':
-        if speaker._dp_session is None:
-            return None
-        from hayakoe.models.infer_onnx import get_text_onnx
-
-        bert, phones, tones, lang_ids = get_text_onnx(text, speaker._hps, speaker._bert_session)
-        with speaker._gen_lock:
-            frames = speaker._dp_session.run(None, {
-                'x': phones[np.newaxis, :],
-                'x_lengths': np.array([len(phones)], dtype=np.int64),
-                'sid': np.array([voice.speaker_id], dtype=np.int64),
-                'tone': tones[np.newaxis, :],
-                'language': lang_ids[np.newaxis, :],
-                'bert': bert[np.newaxis, :, :].astype(np.float32),
-                'style_vec': style_vec[np.newaxis, :].astype(np.float32),
-                'length_scale': np.array([voice.length_scale], dtype=np.float32),
-                'noise_scale_w': np.array([voice.noise_w], dtype=np.float32),
-                'sdp_ratio': np.array([voice.sdp_ratio], dtype=np.float32),
-            })[0][0]
-        return phones.tolist(), np.asarray(frames, dtype=np.float64).reshape(-1)
-
-    import torch
-    from hayakoe.models.infer import get_text
-
-    device = speaker._device
-    bert, phones, tones, lang_ids = get_text(text, speaker._hps, device)
-    with speaker._gen_lock, torch.no_grad():
-        net_g = speaker._ensure_pytorch_model()
-        frames = net_g.predict_durations(
-            phones.to(device).unsqueeze(0),
-            torch.LongTensor([phones.size(0)]).to(device),
-            torch.LongTensor([voice.speaker_id]).to(device),
-            tones.to(device).unsqueeze(0),
-            lang_ids.to(device).unsqueeze(0),
-            bert.to(device).unsqueeze(0),
-            torch.from_numpy(style_vec).to(device).unsqueeze(0),
-            length_scale=voice.length_scale, sdp_ratio=voice.sdp_ratio,
-            noise_scale_w=voice.noise_w,
-        ).cpu().numpy()
-    return phones.tolist(), np.asarray(frames, dtype=np.float64).reshape(-1)
+    feats = segment_features(speaker, text)
+    _, ids, tones, langs, _ = feats.nlp
+    return _run_duration_predictor(speaker, list(ids), list(tones), list(langs), feats.bert,
+                                   voice)
 
 
 def punctuation_ids() -> frozenset:
