@@ -484,10 +484,11 @@ def markdown(a: dict, results: dict) -> str:
                             ('synth', 'synthesizer session')):
             if f'hk_{role}' not in mi:
                 continue
-            rows.append([label,
-                         f"{mi[f'hk_{role}']:.2f} s ({mi[f'hk_{role}_runs']:.0f} runs)",
-                         f"{mi[f'node_{role}']:.2f} s ({mi[f'node_{role}_runs']:.0f} runs)",
-                         f"{mi[f'node_{role}'] - mi[f'hk_{role}']:+.2f} s"])
+            runs = {side: mi[f'{side}_{role}_runs'] for side in ('hk', 'node')}
+            rows.append([label] + [
+                f"{mi[f'{side}_{role}']:.2f} s ({runs[side]:.0f} run"
+                f"{'s' * (runs[side] != 1)})" for side in ('hk', 'node')] + [
+                f"{mi[f'node_{role}'] - mi[f'hk_{role}']:+.2f} s"])
         rows.append(['other (text front end, gain and limiter, threads)',
                      f"{mi['hk_other']:.2f} s", f"{mi['node_other']:.2f} s",
                      f"{mi['node_other'] - mi['hk_other']:+.2f} s"])
