@@ -220,8 +220,6 @@ class SpeechScheduler:
         self._ids = itertools.count(1)
         self._cv = threading.Condition()
         self._waiting: collections.deque = collections.deque()
-        self._synth_current: Optional[Utterance] = None
-        self._pub_current: Optional[Utterance] = None
         self._in_flight: list = []  # synthesised or synthesising, not yet finished
         self._pub_lock = threading.RLock()
         self._finish_lock = threading.Lock()
@@ -442,7 +440,6 @@ class SpeechScheduler:
                     return
                 utt = self._waiting.popleft()
                 attempt = utt._attempt
-                self._synth_current = utt
                 self._in_flight.append(utt)
             try:
                 self._synthesize(utt, attempt)
@@ -450,9 +447,6 @@ class SpeechScheduler:
                 _LOG.exception('synthesis failed')
                 self._put(_End(utt, attempt, f'synthesis failed: {type(exc).__name__}: '
                                              f'{exc}'), utt, attempt)
-            finally:
-                with self._cv:
-                    self._synth_current = None
 
     def _synthesize(self, utt: Utterance, attempt: int) -> None:
         engine = self._engine
@@ -515,8 +509,6 @@ class SpeechScheduler:
                 chunker = Chunker(cfg.chunk_frames)
                 pacer = Pacer(utt.sample_rate, cfg.max_lead_s, cfg.pacing, self._clock)
                 position = index = 0
-                with self._cv:
-                    self._pub_current = utt
             if isinstance(item, _End):
                 self._finish(utt, Outcome.ABORTED, item.error)
                 continue
