@@ -2,184 +2,66 @@
 # SPDX-License-Identifier: AGPL-3.0-or-later
 """The ``tts_node`` lifecycle node: Japanese text in, streamed audio chunks out.
 
-Interfaces (node-relative names, remappable):
+Wiring only; each concern has its own module in :mod:`hayakoe_ros.node`:
+parameters (:mod:`~hayakoe_ros.node.parameters`), the ``say`` action server
+(:mod:`~hayakoe_ros.node.say_action`), message conversion
+(:mod:`~hayakoe_ros.node.messages`), diagnostics (:mod:`~hayakoe_ros.node.diagnostics`),
+the engine life cycle (:mod:`~hayakoe_ros.node.engine_loader`). The speech pipeline
+(:mod:`hayakoe_ros.speech`) and the engines (:mod:`hayakoe_ros.engines`) know no ROS.
 
-* subscribes ``text`` (``std_msgs/String``): each message is one utterance;
-* action server ``say`` (``audio_common_msgs/action/TTS``); feedback = every chunk;
-* publishes ``audio`` (``audio_common_msgs/AudioStamped``), mono int16 PCM chunks;
-* publishes ``speaking`` (``std_msgs/Bool``, transient local) and ``/diagnostics``;
-* service ``stop`` (``std_srvs/Trigger``): silence the node and flush the queue.
+Interfaces (node-relative names, remappable): subscribes ``text`` (``std_msgs/String``),
+serves ``say`` (``audio_common_msgs/action/TTS``), publishes ``audio``
+(``audio_common_msgs/AudioStamped``), ``speaking`` (``std_msgs/Bool``, transient local),
+``/diagnostics``; service ``stop`` (``std_srvs/Trigger``).
 
-Lifecycle: ``on_configure`` loads and warms up the engine (falling back to Open JTalk when
-allowed), ``on_activate`` starts serving, ``on_deactivate`` stops speaking and cancels
-goals, ``on_cleanup`` frees the engine. ``autostart`` (default true) drives the node to
-active by itself.
+Threads: every ROS callback runs on the multi-threaded executor (reentrant group for
+text, goals, cancels and ``stop``; the diagnostics timer in its own group); ``_sink``,
+``on_chunk`` and ``on_done`` are called by the scheduler's threads.
 """
 
 from __future__ import annotations
 
-import array
-import math
 import signal
 import sys
 import threading
 import time
-from typing import Any, Optional
+from typing import Optional
 
 import rclpy
-from action_msgs.msg import GoalStatus  # noqa: F401  (documents the goal states used)
-from audio_common_msgs.action import TTS
-from audio_common_msgs.msg import AudioStamped
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
-                                ParameterType, SetParametersResult)
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from diagnostic_msgs.msg import DiagnosticArray
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
-from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy)
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.qos_overriding_options import QoSOverridingOptions
 from rclpy.signals import SignalHandlerOptions
-from rclpy.time import Time
 from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
 
-from .engines import EngineLoadError, UnknownStyleError, VoiceParams, create_engine
-from .speech import (InputError, Outcome, QueueFullError, SchedulerClosedError,
-                     SchedulerConfig, SpeechScheduler)
+from audio_common_msgs.msg import AudioStamped
 
-#: PortAudio sample format flag for int16 (paInt16), as audio_common's AudioInfo uses.
-PA_INT16 = 8
+from .engines import UnknownStyleError
+from .node import log_bridge
+from .node.diagnostics import Snapshot, SpeechStats, build_status
+from .node.engine_loader import EngineLoader
+from .node.messages import StampClock, chunk_to_msg
+from .node.parameters import (PARAMETERS, SCHEDULER_PARAMETERS, VOICE_PARAMETERS, Apply,
+                              parameter_table, scheduler_config, unknown_parameters,
+                              voice_params)
+from .node.say_action import SERVICE_DEPTH, SayActionServer
+from .speech import (CancelReason, InputError, Outcome, QueueFullError,
+                     SchedulerClosedError, SpeechScheduler, Utterance)
 
-#: Language codes accepted on goals: Japanese, plus empty and the action's default "en"
-#: (clients often leave the field; hayakoe reads English words in katakana).
-ACCEPTED_LANGUAGES = frozenset({'', 'ja', 'ja-jp', 'ja_jp', 'jp', 'jpn', 'en'})
+__all__ = ['PARAMETERS', 'TTSNode', 'main', 'parameter_table']
 
-#: Upper bound of ``max_queue``; the executor gets this many threads plus spares, because
-#: each accepted goal holds one while it waits (threads are created only when needed).
-MAX_QUEUE_LIMIT = 1000
-EXECUTOR_THREADS = MAX_QUEUE_LIMIT + 16
+#: Executor threads: goals are coroutines and hold none while they wait, so a few serve
+#: every callback (text, goals, cancels, stop, lifecycle, diagnostics) at once.
+EXECUTOR_THREADS = 4
 
-#: Goal results are kept this long after a goal ends (s), the rcl default (15 min).
-RESULT_TIMEOUT_S = 900
-
-RATE_RANGE = (0.25, 4.0)
-VOLUME_RANGE = (0.0, 4.0)
-
-# name: (default, description, range or choices, read_only)
-PARAMETERS: dict = {
-    'engine': ('hayakoe', "Speech engine: 'hayakoe' (Style-Bert-VITS2) or 'openjtalk'.",
-               ('hayakoe', 'openjtalk'), True),
-    'fallback_engine': ('openjtalk', "Engine used when 'engine' cannot be loaded: "
-                        "'openjtalk' or 'none' (load failure is then fatal).",
-                        ('openjtalk', 'none'), True),
-    'device': ('cpu', "hayakoe device: 'cpu' (ONNX Runtime) or 'cuda'/'cuda:N' (PyTorch).",
-               None, True),
-    'compile': (False, 'CUDA only: torch.compile the BERT (slower start, faster speech).',
-                None, True),
-    'speaker': ('jvnv-F1-jp', 'hayakoe speaker (voice) name.', None, True),
-    'speaker_source': ('', "URI of the speaker files (hf://user/repo, file:///path, "
-                       "s3://bucket/prefix); empty = hayakoe's Hugging Face repo.", None,
-                       True),
-    'bert_source': ('', "URI of the shared BERT and tokenizer; empty = hayakoe's repo.",
-                    None, True),
-    'cache_dir': ('', 'hayakoe download cache; empty = $HAYAKOE_CACHE or ./hayakoe_cache.',
-                  None, True),
-    'num_threads': (0, 'ONNX Runtime intra-op threads per session (0 = runtime default, '
-                    'one per core). On a Pi 4B leave a core to the rest of the robot: 3.',
-                    (0, 256), True),
-    'style': ('Neutral', 'Voice style (emotion) name offered by the model.', None, False),
-    'style_weight': (1.0, 'Style strength: 0 = mean voice, 1 = full style.', (0.0, 10.0),
-                     False),
-    'speaker_id': (0, 'Speaker index in a multi-speaker model.', (0, 1000), False),
-    'rate': (1.0, 'Speaking-rate multiplier (2.0 = twice as fast); multiplies goal rate.',
-             RATE_RANGE, False),
-    'volume': (1.0, 'Linear gain of the voice (1.0 = the model level); multiplies goal '
-               'volume. A limiter keeps peaks under -1 dBFS.', VOLUME_RANGE, False),
-    'pitch_scale': (1.0, 'Pitch multiplier (1.0 = unchanged; WORLD re-synthesis).',
-                    (0.5, 2.0), False),
-    'intonation_scale': (1.0, 'Intonation (F0 deviation) multiplier.', (0.0, 2.0), False),
-    'sdp_ratio': (0.2, 'Stochastic duration predictor mix (0 = deterministic DP).',
-                  (0.0, 1.0), False),
-    'noise': (0.6, 'Prior noise scale (0 = deterministic audio).', (0.0, 2.0), False),
-    'noise_w': (0.8, 'Duration noise scale of the stochastic predictor.', (0.0, 2.0),
-                False),
-    'queue_policy': ('enqueue', "'enqueue': utterances wait in FIFO order; 'interrupt': a "
-                     'new utterance cancels the one speaking and is spoken next.',
-                     ('enqueue', 'interrupt'), False),
-    'max_queue': (16, 'Utterances that may wait behind the one speaking; more are '
-                  'rejected with an error (0: speak only when idle).', (0, MAX_QUEUE_LIMIT),
-                  False),
-    'max_chars': (2000, 'Longest accepted utterance, characters.', (1, 1000000), False),
-    'max_segment_chars': (60, 'Longest synthesis segment, characters: longer sentences '
-                          'are cut at clause boundaries (BERT reads at most 510).',
-                          (4, 400), False),
-    'chunk': (2048, 'Frames (samples) per audio message.', (64, 1048576), False),
-    'frame_id': ('tts', 'header.frame_id of audio messages.', None, False),
-    'max_lead_s': (0.3, 'Publish audio at most this far ahead of playback (s).',
-                   (0.0, 60.0), False),
-    'pacing': (True, 'Publish at playback rate (false: as fast as synthesis allows).',
-               None, False),
-    'qos_depth': (100, 'Depth of the audio publisher queue (keep-last).', (1, 100000),
-                  True),
-    'diagnostics_period_s': (1.0, 'Period of /diagnostics messages (s).', (0.1, 60.0),
-                             True),
-    'autostart': (True, 'Configure and activate at start-up (no lifecycle manager '
-                  'needed).', None, True),
-}
-
-_VOICE_PARAMS = ('style', 'style_weight', 'speaker_id', 'rate', 'pitch_scale',
-                 'intonation_scale', 'sdp_ratio', 'noise', 'noise_w')
-_SCHEDULER_PARAMS = {'queue_policy': 'queue_policy', 'max_queue': 'max_queue',
-                     'max_chars': 'max_chars', 'max_segment_chars': 'max_segment_chars',
-                     'chunk': 'chunk_frames', 'max_lead_s': 'max_lead_s',
-                     'pacing': 'pacing', 'volume': 'volume'}
-
-
-def _descriptor(name: str, default: Any, description: str, bounds: Any,
-                read_only: bool) -> ParameterDescriptor:
-    desc = ParameterDescriptor(name=name, read_only=read_only)
-    text = description
-    if isinstance(bounds, tuple) and bounds and isinstance(bounds[0], str):
-        text += ' One of: ' + ', '.join(bounds) + '.'
-    elif isinstance(default, float) and bounds is not None:
-        desc.floating_point_range = [FloatingPointRange(
-            from_value=float(bounds[0]), to_value=float(bounds[1]), step=0.0)]
-    elif isinstance(default, int) and not isinstance(default, bool) and bounds is not None:
-        desc.integer_range = [IntegerRange(from_value=int(bounds[0]),
-                                           to_value=int(bounds[1]), step=1)]
-    desc.description = text
-    desc.type = {bool: ParameterType.PARAMETER_BOOL, int: ParameterType.PARAMETER_INTEGER,
-                 float: ParameterType.PARAMETER_DOUBLE,
-                 str: ParameterType.PARAMETER_STRING}[type(default)]
-    return desc
-
-
-def parameter_table() -> str:
-    """Markdown table of every parameter (README's table is this, verbatim)."""
-    rows = ['| parameter | type | default | range / values | live | description |',
-            '|---|---|---|---|---|---|']
-    for name, (default, description, bounds, read_only) in PARAMETERS.items():
-        kind = {bool: 'bool', int: 'int', float: 'double', str: 'string'}[type(default)]
-        if isinstance(bounds, tuple) and bounds and isinstance(bounds[0], str):
-            values = ' / '.join(f'`{b}`' for b in bounds)
-        elif bounds is not None:
-            values = f'[{bounds[0]:g}, {bounds[1]:g}]'
-        else:
-            values = ''
-        shown = str(default).lower() if isinstance(default, bool) else default
-        shown = f'`{shown}`' if shown != '' else '`""`'
-        rows.append(f"| `{name}` | {kind} | {shown} | {values} | "
-                    f"{'no (reload)' if read_only else 'yes'} | {description} |")
-    return '\n'.join(rows)
-
-
-def language_error(code: str) -> Optional[str]:
-    """Return why a goal's language code is unsupported, or None if it is accepted."""
-    if code.strip().lower() in ACCEPTED_LANGUAGES:
-        return None
-    return (f"unsupported language '{code}': this node speaks Japanese; use 'ja' "
-            "(or leave the field empty / at its default)")
+#: Time given to goal results and service responses to go out before the action server or
+#: the process goes away (s).
+RESULT_FLUSH_S = 0.5
 
 
 class TTSNode(LifecycleNode):
@@ -187,267 +69,293 @@ class TTSNode(LifecycleNode):
 
     def __init__(self, node_name: str = 'tts_node', **kwargs) -> None:
         super().__init__(node_name, **kwargs)
-        for name, (default, description, bounds, read_only) in PARAMETERS.items():
-            self.declare_parameter(name, default,
-                                   _descriptor(name, default, description, bounds,
-                                               read_only))
-        self.add_on_set_parameters_callback(self._on_set_parameters)
-        self._engine = None
-        self._scheduler: Optional[SpeechScheduler] = None
+        self._config_errors: list = []
         self._active = False
-        self._fallback_reason = ''
-        self._engine_error = ''
-        self._last_error = ''
-        self._lifecycle_label = 'unconfigured'
-        self._goals: dict = {}
-        self._cancel_early: set = set()
-        self._running_goals = 0
-        self._running_cv = threading.Condition()
-        self._clock_offsets: dict = {}
-        self._goals_lock = threading.Lock()
-        self._cb_group = ReentrantCallbackGroup()
+        self._state_label = 'unconfigured'
+        self._loader = EngineLoader(self.get_logger())
+        self._stats = SpeechStats()
+        self._scheduler: Optional[SpeechScheduler] = None
+        self._declared = False
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self._declare_parameters()
+        self._declared = True
+        self._log_handler = log_bridge.attach(self.get_logger())
+        self._group = ReentrantCallbackGroup()
+        self._say: Optional[SayActionServer] = None
         self._audio_pub = None
         self._text_sub = None
-        self._action_server = None
         self._stop_srv = None
+        self._stamps = StampClock(lambda: self.get_clock().now().nanoseconds, time.monotonic)
+        self._last_msg: tuple = (None, None)
         self._speaking = False
         self._speaking_lock = threading.Lock()
+        self.finalized = threading.Event()
         self._speaking_pub = self.create_publisher(
             Bool, 'speaking', QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
                                          reliability=ReliabilityPolicy.RELIABLE,
                                          durability=DurabilityPolicy.TRANSIENT_LOCAL))
         self._speaking_pub.publish(Bool(data=False))
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
-        self._diag_timer = self.create_timer(
-            self.get_parameter('diagnostics_period_s').value, self._publish_diagnostics,
-            callback_group=MutuallyExclusiveCallbackGroup())
+        self._diag_group = MutuallyExclusiveCallbackGroup()
+        self._diag_timer = self.create_timer(self._p('diagnostics_period_s'),
+                                             self._publish_diagnostics,
+                                             callback_group=self._diag_group)
 
     # ------------------------------------------------------------------ parameters
-    def _p(self, name: str) -> Any:
+    def _declare_parameters(self) -> None:
+        """Declare every parameter; an invalid override falls back to the default.
+
+        The set-parameters callback is registered first, so start-up values are validated
+        exactly like ``ros2 param set``; each invalid one is kept in ``_config_errors``
+        and makes ``on_configure`` fail with an ERROR naming it.
+        """
+        overrides = self._parameter_overrides
+        for name, spec in PARAMETERS.items():
+            try:
+                self.declare_parameter(name, spec.default, spec.descriptor())
+            except Exception as exc:  # invalid type/value/choice given at start-up
+                given = overrides[name].value if name in overrides else None
+                self._config_errors.append(spec.check(given) or
+                                           f"parameter '{name}': {given!r}: {exc}")
+                self.declare_parameter(name, spec.default, spec.descriptor(),
+                                       ignore_override=True)
+        for name, close in unknown_parameters(overrides):
+            hint = f" (did you mean '{close}'?)" if close else ''
+            self.get_logger().warning(f"unknown parameter '{name}' ignored: tts_node has no "
+                                      f'such parameter{hint}')
+
+    def _p(self, name: str):
         return self.get_parameter(name).value
 
-    def _voice(self, overrides: Optional[dict] = None, goal_rate: float = 1.0) -> VoiceParams:
-        values = {name: self._p(name) for name in _VOICE_PARAMS}
-        values.update(overrides or {})
-        style = values['style']
-        if self._fallback_reason and self._engine is not None and \
-                style not in self._engine.styles:
-            style = self._engine.styles[0]  # the fallback voice has its own styles
-        return VoiceParams(
-            style=style, style_weight=values['style_weight'],
-            length_scale=1.0 / (values['rate'] * goal_rate),
-            sdp_ratio=values['sdp_ratio'], noise=values['noise'], noise_w=values['noise_w'],
-            pitch_scale=values['pitch_scale'], intonation_scale=values['intonation_scale'],
-            speaker_id=values['speaker_id'])
+    def _values(self, names, changes: Optional[dict] = None) -> dict:
+        values = {name: self._p(name) for name in names}
+        values.update({k: v for k, v in (changes or {}).items() if k in values})
+        return values
 
-    def _scheduler_config(self, overrides: Optional[dict] = None) -> SchedulerConfig:
-        values = {field: self._p(name) for name, field in _SCHEDULER_PARAMS.items()}
-        for name, value in (overrides or {}).items():
-            if name in _SCHEDULER_PARAMS:
-                values[_SCHEDULER_PARAMS[name]] = value
-        return SchedulerConfig(**values)
+    def _voice(self, changes: Optional[dict] = None, goal_rate: float = 1.0):
+        return self._loader.adapt_voice(
+            voice_params(self._values(VOICE_PARAMETERS, changes), goal_rate))
 
     def _on_set_parameters(self, params) -> SetParametersResult:
         changes = {p.name: p.value for p in params}
         try:
-            if 'queue_policy' in changes and changes['queue_policy'] not in (
-                    'enqueue', 'interrupt'):
-                raise ValueError(f"queue_policy must be 'enqueue' or 'interrupt', got "
-                                 f"'{changes['queue_policy']}'")
-            for name in ('engine', 'fallback_engine'):
-                if name in changes and changes[name] not in PARAMETERS[name][2]:
-                    raise ValueError(f"{name} must be one of {PARAMETERS[name][2]}, got "
-                                     f"'{changes[name]}'")
-            if self._engine is not None and (
-                    'style' in changes or 'speaker_id' in changes):
-                self._engine.check_voice(self._voice(
-                    {k: v for k, v in changes.items() if k in _VOICE_PARAMS}))
-            if self._scheduler is not None and set(changes) & set(_SCHEDULER_PARAMS):
-                self._scheduler.configure(**{
-                    k: v for k, v in vars(self._scheduler_config(changes)).items()})
+            for name, value in changes.items():
+                spec = PARAMETERS.get(name)
+                if spec is None:
+                    continue
+                error = spec.check(value)
+                if error:
+                    raise ValueError(error)
+                if spec.apply is Apply.RELOAD and self._active:
+                    raise ValueError(f"parameter '{name}' applies at the next configure; "
+                                     'deactivate the node first (it is active)')
+            if self._loader.engine is not None and {'style', 'speaker_id'} & set(changes):
+                self._loader.engine.check_voice(self._voice(changes))
+            scheduler = self._scheduler
+            if scheduler is not None and set(changes) & set(SCHEDULER_PARAMETERS):
+                scheduler.configure(**vars(scheduler_config(
+                    self._values(SCHEDULER_PARAMETERS, changes))))
         except (ValueError, UnknownStyleError) as exc:
-            self.get_logger().warning(f'parameter change rejected: {exc}')
+            if self._declared:  # start-up values are reported by on_configure
+                self.get_logger().warning(f'parameter change rejected: {exc}')
             return SetParametersResult(successful=False, reason=str(exc))
         return SetParametersResult(successful=True)
 
     # ------------------------------------------------------------------ lifecycle
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Load and warm up the engine; create the audio publisher and the action server."""
-        log = self.get_logger()
-        name = self._p('engine')
-        options = dict(speaker=self._p('speaker'), device=self._p('device'),
-                       speaker_source=self._p('speaker_source'),
-                       bert_source=self._p('bert_source'), cache_dir=self._p('cache_dir'),
-                       num_threads=self._p('num_threads'), compile=self._p('compile'))
-        t0 = time.perf_counter()
-        self._fallback_reason = ''
-        self._engine_error = ''
-        try:
-            engine = create_engine(name, **options)
-        except EngineLoadError as exc:
-            fallback = self._p('fallback_engine')
-            if fallback == 'none' or fallback == name:
-                self._engine_error = str(exc)
-                cause = str(exc).rstrip('. ')
-                log.error(f'{cause}. fallback_engine is {fallback!r}, so this is fatal. '
-                          'Check speaker_source/bert_source (file:// paths for offline use) '
-                          'or let the node download the model once with network access.')
-                return TransitionCallbackReturn.FAILURE
-            self._fallback_reason = str(exc)
-            cause = str(exc).rstrip('. ')
-            log.warning(
-                f'{cause}. Speaking with the {fallback!r} fallback voice instead. To use '
-                f'{name}: give speaker_source/bert_source as file:// paths to a downloaded '
-                'model (or run once with network access so it is cached), or set '
-                'fallback_engine:=none to make this an error.')
-            try:
-                engine = create_engine(fallback)
-            except EngineLoadError as exc2:
-                self._engine_error = str(exc2)
-                log.error(f'fallback engine failed too: {exc2}')
-                return TransitionCallbackReturn.FAILURE
-        load_s = time.perf_counter() - t0
-        t1 = time.perf_counter()
-        try:
-            engine.check_voice(self._voice())
-        except UnknownStyleError as exc:
-            self._engine_error = str(exc)
-            log.error(f'{exc} (parameters style/speaker_id)')
-            engine.close()
+        """Load and warm up the engine; create the audio publisher, ``say`` and ``stop``."""
+        self._stats = SpeechStats()
+        if self._config_errors:
+            for error in self._config_errors:
+                self.get_logger().error(f'invalid configuration: {error}')
             return TransitionCallbackReturn.FAILURE
-        engine.warmup()
-        warm_s = time.perf_counter() - t1
-        self._engine = engine
-        self._scheduler = SpeechScheduler(engine, self._sink, self._scheduler_config(),
-                                          on_speaking=self._set_speaking)
-        qos = QoSProfile(depth=self._p('qos_depth'), history=HistoryPolicy.KEEP_LAST,
-                         reliability=ReliabilityPolicy.RELIABLE,
-                         durability=DurabilityPolicy.VOLATILE)
-        self._audio_pub = self.create_publisher(
-            AudioStamped, 'audio', qos,
-            qos_overriding_options=QoSOverridingOptions.with_default_policies())
-        # Deep service queues: a burst of goals must reach the queue bound and get an
-        # answer, not vanish in a depth-10 service queue.
-        burst = QoSProfile(depth=EXECUTOR_THREADS, reliability=ReliabilityPolicy.RELIABLE)
-        self._action_server = ActionServer(
-            self, TTS, 'say', execute_callback=self._execute, goal_callback=self._on_goal,
-            cancel_callback=self._on_cancel, callback_group=self._cb_group,
-            goal_service_qos_profile=burst, result_service_qos_profile=burst,
-            cancel_service_qos_profile=burst, result_timeout=RESULT_TIMEOUT_S)
-        self._stop_srv = self.create_service(Trigger, 'stop', self._on_stop,
-                                             callback_group=self._cb_group)
-        self._lifecycle_label = 'inactive'
-        log.info(f'engine {engine.name} on {engine.device} loaded in {load_s:.2f} s, warmed '
-                 f'up in {warm_s:.2f} s ({engine.sample_rate} Hz, styles: '
-                 f"{', '.join(engine.styles)})")
+        try:
+            engine = self._loader.load(
+                {name: self._p(name) for name in PARAMETERS}, self._voice)
+            if engine is None:
+                return TransitionCallbackReturn.FAILURE
+            self._scheduler = SpeechScheduler(
+                engine, self._sink, scheduler_config(self._values(SCHEDULER_PARAMETERS)),
+                on_speaking=self._set_speaking)
+            qos = QoSProfile(depth=self._p('qos_depth'), history=HistoryPolicy.KEEP_LAST,
+                             reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.VOLATILE)
+            self._audio_pub = self.create_publisher(
+                AudioStamped, 'audio', qos,
+                qos_overriding_options=QoSOverridingOptions.with_default_policies())
+            self._say = SayActionServer(self, self._speak_goal, self._cancel,
+                                        self._message, self._p('qos_depth'), self._group)
+            self._stop_srv = self.create_service(Trigger, 'stop', self._on_stop,
+                                                 callback_group=self._group)
+            self._reset_diagnostics_timer()
+        except Exception as exc:  # never lose a configure error: log it, free what exists
+            self._loader.engine_error = f'{type(exc).__name__}: {exc}'
+            self.get_logger().error(f'configure failed: {self._loader.engine_error}')
+            self._teardown()
+            return TransitionCallbackReturn.FAILURE
+        self._state_label = 'inactive'
         return TransitionCallbackReturn.SUCCESS
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Start serving the text topic and ``say`` goals."""
-        # Deep enough that a burst reaches the queue bound and is answered with a WARN.
         self._text_sub = self.create_subscription(String, 'text', self._on_text,
-                                                  EXECUTOR_THREADS,
-                                                  callback_group=self._cb_group)
+                                                  SERVICE_DEPTH, callback_group=self._group)
         self._active = True
-        self._lifecycle_label = 'active'
-        engine = self._engine
-        self.get_logger().info(
-            f'ready: speaking with {engine.name} ({engine.device}, {engine.sample_rate} Hz)'
-            + (' [FALLBACK voice]' if self._fallback_reason else ''))
+        self._state_label = 'active'
+        self.get_logger().info(f'ready: speaking with {self._loader.describe()}')
         return super().on_activate(state)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Stop speaking, cancel running goals, stop serving the text topic."""
+        """Stop speaking, cancel queued and running utterances, stop serving text."""
         self._active = False
-        self._lifecycle_label = 'inactive'
-        if self._text_sub is not None:
-            self.destroy_subscription(self._text_sub)
-            self._text_sub = None
-        if self._scheduler is not None:
-            n = self._scheduler.stop('the node was deactivated (lifecycle transition)')
-            if n:
-                self.get_logger().info(f'deactivated: canceled {n} utterance(s)')
+        self._state_label = 'inactive'
+        self._destroy_text_sub()
+        n = self._scheduler.stop(CancelReason.DEACTIVATED) if self._scheduler else 0
+        if n:
+            self.get_logger().info(f'deactivated: canceled {n} utterance(s)')
         return super().on_deactivate(state)
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Free the engine and the interfaces created by ``on_configure``."""
         self._teardown()
-        self._lifecycle_label = 'unconfigured'
+        self._state_label = 'unconfigured'
         return TransitionCallbackReturn.SUCCESS
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Stop speaking and free everything."""
+        """Stop speaking and free everything; the process then exits with status 0."""
         self._active = False
         self._teardown()
-        self._lifecycle_label = 'finalized'
+        self._state_label = 'finalized'
+        self.finalized.set()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Free whatever a failed transition left behind; back to unconfigured."""
+        self.get_logger().error(f'error in lifecycle state {state.label}: cleaning up')
+        self._active = False
+        self._teardown()
+        self._state_label = 'unconfigured'
         return TransitionCallbackReturn.SUCCESS
 
     @property
     def lifecycle_label(self) -> str:
         """Lifecycle state as a word: unconfigured, inactive, active or finalized."""
-        return self._lifecycle_label
+        return self._state_label
 
     def goals_running(self) -> int:
         """Number of ``say`` goals whose execute callback has not returned yet."""
-        with self._running_cv:
-            return self._running_goals
+        return self._say.goals_running if self._say is not None else 0
 
-    def stop_speech(self, reason: str) -> int:
-        """Cancel what is speaking and everything queued; return how many were canceled."""
+    def stop_speech(self, reason: CancelReason) -> int:
+        """Stop accepting speech, cancel what speaks and what waits; return the count."""
         self._active = False
-        scheduler = self._scheduler
-        return scheduler.stop(reason) if scheduler is not None else 0
+        return self._scheduler.stop(reason) if self._scheduler is not None else 0
 
-    def _teardown(self) -> None:
+    def _destroy_text_sub(self) -> None:
         if self._text_sub is not None:
             self.destroy_subscription(self._text_sub)
             self._text_sub = None
+
+    def _teardown(self) -> None:
+        self._destroy_text_sub()
         if self._scheduler is not None:
-            self._scheduler.shutdown()
+            self._scheduler.shutdown()  # every utterance ends; goals get their results
             self._scheduler = None
-        # Let every execute callback return its result before the server goes away.
-        with self._running_cv:
-            had_goals = self._running_goals > 0
-            self._running_cv.wait_for(lambda: self._running_goals == 0, timeout=5.0)
-        if had_goals:
-            time.sleep(0.5)  # their results are sent by executor tasks queued on return
-        if self._action_server is not None:
-            self._action_server.destroy()
-            self._action_server = None
-        if self._stop_srv is not None:
-            self.destroy_service(self._stop_srv)
-            self._stop_srv = None
+        if self._say is not None:
+            # Goals end as their coroutines resume on other executor threads; their
+            # results are sent by executor tasks queued when each coroutine returns.
+            had_goals = self._say.goals_running > 0
+            deadline = time.monotonic() + 3.0
+            while self._say.goals_running and time.monotonic() < deadline:
+                time.sleep(0.02)
+            if had_goals:
+                time.sleep(RESULT_FLUSH_S)
+            self._say.destroy()
+            self._say = None
+        for srv in (self._stop_srv,):
+            if srv is not None:
+                self.destroy_service(srv)
+        self._stop_srv = None
         if self._audio_pub is not None:
             self.destroy_publisher(self._audio_pub)
             self._audio_pub = None
-        engine, self._engine = self._engine, None
-        if engine is not None:
-            engine.close()
+        self._loader.close()
         self._set_speaking(False)
 
+    # ------------------------------------------------------------------ speech in
+    def _submit(self, text: str, source: str, goal_rate: float = 1.0, volume: float = 1.0,
+                on_done=None, on_chunk=None) -> Utterance:
+        scheduler = self._scheduler
+        if not self._active or scheduler is None:
+            raise SchedulerClosedError(f'the node is {self._state_label}, not active: not '
+                                       'accepting speech')
+
+        def done(utt: Utterance) -> None:
+            self._record(utt, source)
+            if on_done is not None:
+                on_done(utt)
+        return scheduler.submit(text, self._voice(goal_rate=goal_rate), volume=volume,
+                                on_done=done, on_chunk=on_chunk)
+
+    def _speak_goal(self, goal, on_done, on_chunk) -> Utterance:
+        try:
+            return self._submit(goal.text, 'goal', goal.rate, goal.volume, on_done, on_chunk)
+        except (InputError, UnknownStyleError, QueueFullError, SchedulerClosedError) as exc:
+            self._stats.last_error = str(exc)
+            raise
+
+    def _cancel(self, utt: Utterance, reason: CancelReason) -> None:
+        scheduler = self._scheduler
+        if scheduler is not None:
+            scheduler.cancel(utt, reason)
+
+    def _on_text(self, msg: String) -> None:
+        try:
+            self._submit(msg.data, 'topic')
+        except (InputError, UnknownStyleError, QueueFullError, SchedulerClosedError) as exc:
+            self._stats.last_error = str(exc)
+            self.get_logger().warning(f'text topic: not speaking {msg.data[:40]!r}: {exc}')
+        except Exception as exc:  # an unforeseen input must not take the node down
+            self._stats.last_error = f'{type(exc).__name__}: {exc}'
+            self.get_logger().error(f'text topic: failed on {msg.data[:40]!r}: '
+                                    f'{self._stats.last_error}')
+
+    def _record(self, utt: Utterance, source: str) -> None:
+        """Count an utterance's outcome and log its one INFO line (scheduler thread)."""
+        stats = self._stats
+        if utt.outcome is Outcome.SUCCEEDED:
+            stats.spoken += 1
+        elif utt.outcome is Outcome.CANCELED:
+            stats.canceled += 1
+        else:
+            stats.failed += 1
+            stats.last_error = utt.error
+        if utt.audio_s:
+            stats.last_rtf, stats.last_ttfa_s = utt.rtf, utt.ttfa_s
+        head = utt.text[:20] + ('…' if len(utt.text) > 20 else '')
+        ttfa = f'{utt.ttfa_s:.3f} s' if utt.ttfa_s is not None else '-'
+        rtf = f'{utt.rtf:.3f}' if utt.rtf is not None else '-'
+        line = (f'utterance {utt.id} ({source}) {head!r}: {len(utt.segments)} segment(s), '
+                f'{utt.audio_s:.2f} s audio, TTFA {ttfa}, RTF {rtf}: {utt.outcome.value}')
+        if utt.outcome is Outcome.ABORTED:
+            self.get_logger().error(f'{line}: {utt.error}')
+        else:
+            self.get_logger().info(line + (f' ({utt.error})' if utt.error else ''))
+
     # ------------------------------------------------------------------ audio out
-    def _sink(self, utt, chunk) -> None:
-        msg = AudioStamped()
-        if chunk.index == 0 or utt.id not in self._clock_offsets:
-            # One ROS-clock/monotonic offset per utterance keeps the stamps exactly one
-            # chunk apart (reading both clocks per chunk would add jitter).
-            self._clock_offsets = {utt.id: self.get_clock().now().nanoseconds
-                                   - int(time.monotonic() * 1e9)}
-        stamp_ns = self._clock_offsets[utt.id] + int(round(chunk.play_time * 1e9))
-        msg.header.stamp = Time(nanoseconds=stamp_ns,
-                                clock_type=self.get_clock().clock_type).to_msg()
-        msg.header.frame_id = self._p('frame_id')
-        msg.audio.info.format = PA_INT16
-        msg.audio.info.channels = 1
-        msg.audio.info.rate = chunk.sample_rate
-        msg.audio.info.chunk = len(chunk.samples)
-        msg.audio.audio_data.int16_data = array.array('h', chunk.samples.tobytes())
+    def _message(self, utt: Utterance, chunk) -> AudioStamped:
+        """The message of ``chunk``, built once for the topic and the goal's feedback."""
+        cached_chunk, msg = self._last_msg
+        if cached_chunk is not chunk:
+            msg = chunk_to_msg(chunk, self._stamps.stamp_ns(utt.id, chunk.play_time),
+                               self._p('frame_id'))
+            self._last_msg = (chunk, msg)
+        return msg
+
+    def _sink(self, utt: Utterance, chunk) -> None:
         pub = self._audio_pub
         if pub is not None:
-            pub.publish(msg)
-        goal_handle = utt.tag
-        if goal_handle is not None:
-            goal_handle.publish_feedback(TTS.Feedback(audio=msg))
+            pub.publish(self._message(utt, chunk))
 
     def _set_speaking(self, speaking: bool) -> None:
         with self._speaking_lock:
@@ -456,163 +364,40 @@ class TTSNode(LifecycleNode):
             self._speaking = speaking
             self._speaking_pub.publish(Bool(data=speaking))
 
-    # ------------------------------------------------------------------ text topic
-    def _on_text(self, msg: String) -> None:
-        if not self._active or self._scheduler is None:
-            return
-        try:
-            self._scheduler.submit(msg.data, self._voice(), on_done=self._log_outcome)
-        except (InputError, UnknownStyleError, QueueFullError, SchedulerClosedError) as exc:
-            self._last_error = str(exc)
-            self.get_logger().warning(f'text topic: not speaking {msg.data[:40]!r}: {exc}')
-        except Exception as exc:  # an unforeseen input must not take the node down
-            self._last_error = f'{type(exc).__name__}: {exc}'
-            self.get_logger().error(f'text topic: failed on {msg.data[:40]!r}: '
-                                    f'{self._last_error}')
-
-    def _log_outcome(self, utt) -> None:
-        if utt.outcome is Outcome.ABORTED:
-            self._last_error = utt.error
-            self.get_logger().error(f'utterance {utt.id} failed: {utt.error}')
-
-    # ------------------------------------------------------------------ action
-    def _on_goal(self, goal_request) -> GoalResponse:
-        # Accept every goal: a rejection cannot carry a reason, an aborted goal can.
-        return GoalResponse.ACCEPT
-
-    def _on_cancel(self, goal_handle) -> CancelResponse:
-        key = bytes(goal_handle.goal_id.uuid)
-        with self._goals_lock:
-            utt = self._goals.get(key)
-            if utt is None:
-                self._cancel_early.add(key)  # not submitted yet: _execute will not start it
-        if utt is not None and self._scheduler is not None:
-            # Synchronous: once this returns (and the cancel is acknowledged), no further
-            # chunk of this goal is published.
-            self._scheduler.cancel(utt, 'canceled by the client')
-        return CancelResponse.ACCEPT
-
-    def _goal_error(self, goal) -> Optional[str]:
-        if not self._active or self._scheduler is None:
-            return f'the node is {self._lifecycle_label}, not active: not accepting speech'
-        err = language_error(goal.language)
-        if err:
-            return err
-        for field, (low, high) in (('rate', RATE_RANGE), ('volume', VOLUME_RANGE)):
-            value = getattr(goal, field)
-            if not (math.isfinite(value) and low <= value <= high):
-                return f'{field} {value} is out of range [{low}, {high}]'
-        return None
-
-    def _execute(self, goal_handle) -> TTS.Result:
-        with self._running_cv:
-            self._running_goals += 1
-        try:
-            return self._execute_goal(goal_handle)
-        finally:
-            with self._running_cv:
-                self._running_goals -= 1
-                self._running_cv.notify_all()
-
-    def _execute_goal(self, goal_handle) -> TTS.Result:
-        goal = goal_handle.request
-        key = bytes(goal_handle.goal_id.uuid)
-        error = self._goal_error(goal)
-        done = threading.Event()
-        utt = None
-        with self._goals_lock:
-            canceled_early = key in self._cancel_early
-            self._cancel_early.discard(key)
-            if error is None and not canceled_early:
-                try:
-                    utt = self._scheduler.submit(
-                        goal.text, self._voice(goal_rate=goal.rate), volume=goal.volume,
-                        tag=goal_handle, on_done=lambda _u: done.set())
-                    self._goals[key] = utt
-                except (InputError, UnknownStyleError, QueueFullError,
-                        SchedulerClosedError) as exc:
-                    error = str(exc)
-                except Exception as exc:  # an unforeseen input must not take the node down
-                    error = f'internal error: {type(exc).__name__}: {exc}'
-        if error is not None:
-            self._last_error = error
-            self.get_logger().warning(f'say goal aborted: {error}')
-            goal_handle.abort()
-            return TTS.Result(text=f'error: {error}')
-        if utt is None:  # canceled before it started
-            return self._end_canceled(goal_handle)
-        try:
-            done.wait()
-        finally:
-            with self._goals_lock:
-                self._goals.pop(key, None)
-        self._log_outcome(utt)
-        if utt.outcome is Outcome.SUCCEEDED:
-            goal_handle.succeed()
-            return TTS.Result(text=utt.text)
-        if utt.error == 'canceled by the client':
-            return self._end_canceled(goal_handle)
-        goal_handle.abort()
-        return TTS.Result(text=f'error: {utt.error}')
-
-    @staticmethod
-    def _end_canceled(goal_handle) -> TTS.Result:
-        # The server moves the goal to CANCELING right after the cancel callback returns.
-        deadline = time.monotonic() + 2.0
-        while not goal_handle.is_cancel_requested and time.monotonic() < deadline:
-            time.sleep(0.005)
-        if goal_handle.is_cancel_requested:
-            goal_handle.canceled()
-        else:
-            goal_handle.abort()
-        return TTS.Result(text='')
-
     # ------------------------------------------------------------------ stop service
     def _on_stop(self, request, response):
-        if self._scheduler is None:
-            response.success = False
-            response.message = 'not configured: nothing to stop'
+        scheduler = self._scheduler
+        if scheduler is None:
+            response.success, response.message = False, 'not configured: nothing to stop'
             return response
-        n = self._scheduler.stop()
-        response.success = True
-        response.message = f'stopped: {n} utterance(s) canceled'
+        n = scheduler.stop(CancelReason.STOP)
+        response.success, response.message = True, f'stopped: {n} utterance(s) canceled'
         self.get_logger().info(response.message)
         return response
 
     # ------------------------------------------------------------------ diagnostics
-    def diagnostic_status(self) -> DiagnosticStatus:
-        """Build the node's ``DiagnosticStatus`` (engine, state, queue, RTF, TTFA...)."""
-        status = DiagnosticStatus(name=f'{self.get_fully_qualified_name()}: speech synthesis',
-                                  hardware_id=self._p('device'))
-        engine, sched = self._engine, self._scheduler
-        last = sched.last if sched is not None else None
-        values = {
-            'engine': engine.name if engine else self._p('engine'),
-            'device': engine.device if engine else self._p('device'),
-            'speaker': self._p('speaker'),
-            'lifecycle_state': self._lifecycle_label,
-            'fallback_in_use': str(bool(self._fallback_reason)).lower(),
-            'sample_rate': str(engine.sample_rate) if engine else '',
-            'queue_depth': str(sched.queue_depth) if sched else '0',
-            'speaking': str(self._speaking).lower(),
-            'utterances_spoken': str(sched.spoken) if sched else '0',
-            'utterances_failed': str(sched.failed) if sched else '0',
-            'last_rtf': f'{last.rtf:.3f}' if last is not None and last.rtf else '',
-            'last_ttfa_s': f'{last.ttfa_s:.3f}' if last is not None and last.ttfa_s else '',
-            'last_error': self._last_error,
-        }
-        status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
-        if self._engine_error:
-            status.level = DiagnosticStatus.ERROR
-            status.message = f'engine failed: {self._engine_error}'
-        elif self._fallback_reason:
-            status.level = DiagnosticStatus.WARN
-            status.message = f'fallback voice in use: {self._fallback_reason}'
-        else:
-            status.level = DiagnosticStatus.OK
-            status.message = f'{self._lifecycle_label}' + (', speaking' if self._speaking
-                                                           else '')
-        return status
+    def _reset_diagnostics_timer(self) -> None:
+        period_ns = int(self._p('diagnostics_period_s') * 1e9)
+        if self._diag_timer.timer_period_ns != period_ns:
+            self.destroy_timer(self._diag_timer)
+            self._diag_timer = self.create_timer(period_ns / 1e9, self._publish_diagnostics,
+                                                 callback_group=self._diag_group)
+
+    def diagnostic_status(self):
+        """Build the node's ``DiagnosticStatus`` (engine, voice, state, queue, RTF...)."""
+        loader, sched = self._loader, self._scheduler
+        engine = loader.engine
+        snap = Snapshot(
+            name=f'{self.get_fully_qualified_name()}: speech synthesis',
+            hardware_id=engine.device if engine else self._p('device'),
+            lifecycle_state=self._state_label,
+            engine=engine.name if engine else '', voice=loader.voice_name,
+            device=engine.device if engine else '',
+            sample_rate=engine.sample_rate if engine else 0, speaking=self._speaking,
+            queue_depth=sched.queue_depth if sched else 0, stats=self._stats,
+            fallback_reason=loader.fallback_reason, engine_error=loader.engine_error,
+            pipeline_failure=(sched.failure or '') if sched else '')
+        return build_status(snap)
 
     def _publish_diagnostics(self) -> None:
         try:
@@ -624,14 +409,19 @@ class TTSNode(LifecycleNode):
             self.get_logger().error(f'diagnostics failed: {type(exc).__name__}: {exc}',
                                     throttle_duration_sec=10.0)
 
+    def destroy_node(self) -> None:
+        """Detach the log bridge, then destroy the node."""
+        log_bridge.detach(self._log_handler)
+        super().destroy_node()
+
 
 def main(args=None) -> int:
     """Entry point of ``ros2 run hayakoe_ros tts_node``; returns the exit status.
 
-    SIGINT and SIGTERM stop the node gracefully: speech is canceled, running goals get an
-    aborted result and ``speaking`` goes false while the ROS context is still alive, then
-    the lifecycle shutdown transition runs. (rclpy's own handlers would shut the context
-    down first, leaving clients without results.)
+    0 after SIGINT/SIGTERM or the lifecycle shutdown transition; 1 when the autostart
+    configure fails. On a signal, speech is canceled and running goals get their results
+    while the ROS context is still alive, then the shutdown transition runs (rclpy's own
+    signal handlers would shut the context down first, leaving clients without results).
     """
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     stop = threading.Event()
@@ -649,19 +439,22 @@ def main(args=None) -> int:
                 stop.set()
             else:
                 node.trigger_activate()
-        while not stop.is_set() and rclpy.ok():
+        while not stop.is_set() and not node.finalized.is_set() and rclpy.ok():
             executor.spin_once(timeout_sec=0.1)
-        if rclpy.ok():
-            node.stop_speech('the node is shutting down')
+        if rclpy.ok() and not node.finalized.is_set():
+            node.stop_speech(CancelReason.SHUTDOWN)
             deadline = time.monotonic() + 3.0
             while node.goals_running() and time.monotonic() < deadline:
                 executor.spin_once(timeout_sec=0.05)
-            # Results go out in executor tasks scheduled when each execute callback returns.
-            flush_until = time.monotonic() + 0.5
+            # Results go out in executor tasks queued when each execute coroutine returns.
+            flush_until = time.monotonic() + RESULT_FLUSH_S
             while time.monotonic() < flush_until:
                 executor.spin_once(timeout_sec=0.05)
-            if node.lifecycle_label in ('unconfigured', 'inactive', 'active'):
-                node.trigger_shutdown()
+            node.trigger_shutdown()
+        elif node.finalized.is_set():  # the shutdown transition came as a service call
+            flush_until = time.monotonic() + RESULT_FLUSH_S  # let its response go out
+            while rclpy.ok() and time.monotonic() < flush_until:
+                executor.spin_once(timeout_sec=0.05)
     except ExternalShutdownException:
         pass
     finally:

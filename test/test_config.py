@@ -16,9 +16,9 @@ def test_yaml_lists_every_parameter_with_its_default():
     data = yaml.safe_load((REPO / 'config' / 'tts.yaml').read_text())
     params = data['/**']['ros__parameters']
     assert set(params) == set(PARAMETERS)
-    for name, (default, *_rest) in PARAMETERS.items():
-        assert params[name] == default, name
-        assert type(params[name]) is type(default), name
+    for name, spec in PARAMETERS.items():
+        assert params[name] == spec.default, name
+        assert type(params[name]) is type(spec.default), name
 
 
 def test_launch_file_declares_arguments_for_real_parameters():
@@ -30,7 +30,7 @@ def test_launch_file_declares_arguments_for_real_parameters():
              zip(overrides.keys, overrides.values)}
     assert set(names) <= set(PARAMETERS)
     for name, kind in names.items():  # each override is converted to the declared type
-        assert kind == type(PARAMETERS[name][0]).__name__, name
+        assert kind == type(PARAMETERS[name].default).__name__, name
     for arg in ('params_file', 'namespace', 'text_topic', 'audio_topic', 'say_action'):
         assert f"'{arg}'" in source
     assert "executable='tts_node'" in source
@@ -60,8 +60,24 @@ def test_readme_parameter_table_matches_the_node():
 
 def test_yaml_comments_state_the_declared_ranges():
     lines = (REPO / 'config' / 'tts.yaml').read_text().splitlines()
-    for name, (_default, _, bounds, _) in PARAMETERS.items():
-        if isinstance(bounds, tuple) and not isinstance(bounds[0], str):
+    for name, spec in PARAMETERS.items():
+        if spec.range:
             line = next(x for x in lines if x.strip().startswith(f'{name}:'))
-            low, high = bounds
+            low, high = spec.range
             assert f'[{low:g}, {high:g}]' in line, (name, line)
+
+
+def test_yaml_sections_say_when_each_parameter_applies():
+    """Each parameter sits under a section header that says live or next configure."""
+    from hayakoe_ros.node.parameters import Apply
+
+    section = ''
+    for line in (REPO / 'config' / 'tts.yaml').read_text().splitlines():
+        stripped = line.strip()
+        if stripped.startswith('# ---'):
+            section = stripped
+            continue
+        name = stripped.split(':', 1)[0]
+        if name in PARAMETERS:
+            expected = 'next configure' if PARAMETERS[name].apply is Apply.RELOAD else 'live'
+            assert f'({expected})' in section, (name, section)

@@ -140,10 +140,10 @@ def test_goal_rate_and_volume(node, ros_client):
 
 
 @pytest.mark.parametrize('values, reason', [
-    ({'queue_policy': 'random'}, "queue_policy must be 'enqueue' or 'interrupt'"),
+    ({'queue_policy': 'random'}, "'random' is not allowed; one of: enqueue, interrupt"),
     ({'style': 'Furious'}, "unknown style 'Furious'"),
     ({'rate': 10.0}, ''), ({'volume': -0.5}, ''), ({'chunk': 0}, ''),
-    ({'engine': 'openjtalk'}, ''),  # read-only: needs a reload
+    ({'engine': 'openjtalk'}, 'applies at the next configure'),  # the node is active
 ])
 def test_bad_parameter_values_are_rejected_with_a_reason(node, ros_client, values, reason):
     results = set_params(ros_client, node, **values)

@@ -18,14 +18,22 @@ def create_engine(engine: str, **options) -> Engine:
             (ignored by Open JTalk).
 
     Raises:
-        EngineLoadError: unknown engine name, or the model cannot be loaded.
+        EngineLoadError: unknown engine name, or the model cannot be loaded; any other
+            exception raised while loading (an incompatible hayakoe release, say) is
+            reported as this too, with its type and message.
     """
-    if engine == 'hayakoe':
-        from .hayakoe_engine import HayakoeEngine
+    try:
+        if engine == 'hayakoe':
+            from .hayakoe_engine import HayakoeEngine
 
-        return HayakoeEngine(**options)
-    if engine == 'openjtalk':
-        from .openjtalk_engine import OpenJTalkEngine
+            return HayakoeEngine(**options)
+        if engine == 'openjtalk':
+            from .openjtalk_engine import OpenJTalkEngine
 
-        return OpenJTalkEngine()
+            return OpenJTalkEngine()
+    except EngineLoadError:
+        raise
+    except Exception as exc:  # e.g. an incompatible hayakoe release: a load failure too
+        raise EngineLoadError(f'{engine} failed to load: {type(exc).__name__}: '
+                              f"{' '.join(str(exc).split())}") from exc
     raise EngineLoadError(f"unknown engine '{engine}'; use 'hayakoe' or 'openjtalk'")

@@ -83,6 +83,11 @@ class Engine(abc.ABC):
         """Names of the styles the voice offers (at least one)."""
 
     @property
+    def voice(self) -> str:
+        """Name of the voice speaking (a hayakoe speaker, an HTS voice); defaults to ``name``."""
+        return self.name
+
+    @property
     def device(self) -> str:
         """Device the engine computes on (``"cpu"``, ``"cuda"``, ``"cuda:1"``...)."""
         return 'cpu'

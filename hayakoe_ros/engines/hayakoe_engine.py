@@ -78,6 +78,7 @@ class HayakoeEngine(Engine):
                  speaker_source: str = '', bert_source: str = '', cache_dir: str = '',
                  num_threads: int = 0, compile: bool = False) -> None:
         self._device = device
+        self._speaker_name = speaker
         self._num_threads = int(num_threads)
         self.load_seconds = 0.0
         t0 = time.perf_counter()
@@ -129,6 +130,11 @@ class HayakoeEngine(Engine):
     def styles(self) -> Sequence[str]:
         """Style names of the voice, in the model's ``style2id`` order."""
         return list(self._styles)
+
+    @property
+    def voice(self) -> str:
+        """The hayakoe speaker's name."""
+        return self._speaker_name
 
     @property
     def device(self) -> str:

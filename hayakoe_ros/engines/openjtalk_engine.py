@@ -9,6 +9,7 @@ dictionary and the HTS voice are inside the wheel.
 from __future__ import annotations
 
 import math
+import os
 from typing import Sequence
 
 import numpy as np
@@ -51,6 +52,14 @@ class OpenJTalkEngine(Engine):
     def styles(self) -> Sequence[str]:
         """Open JTalk has one voice style."""
         return ['Neutral']
+
+    @property
+    def voice(self) -> str:
+        """The bundled HTS voice's name (``mei_normal``)."""
+        import pyopenjtalk
+
+        path = os.fsdecode(pyopenjtalk.DEFAULT_HTS_VOICE)
+        return os.path.splitext(os.path.basename(path))[0]
 
     def check_voice(self, voice: VoiceParams) -> None:
         """Raise :class:`UnknownStyleError` unless style Neutral and speaker id 0."""

@@ -5,10 +5,10 @@
 No ROS imports: the node wires :class:`~.scheduler.SpeechScheduler` to its topics.
 """
 
-from .scheduler import (AudioChunk, Outcome, QueueFullError, SchedulerClosedError,
-                        SchedulerConfig, SpeechScheduler, Utterance)
+from .scheduler import (AudioChunk, CancelReason, Outcome, QueueFullError, QueuePolicy,
+                        SchedulerClosedError, SchedulerConfig, SpeechScheduler, Utterance)
 from .text import InputError, Segment, prepare_text, segment
 
-__all__ = ['AudioChunk', 'InputError', 'Outcome', 'QueueFullError', 'SchedulerClosedError',
-           'SchedulerConfig', 'Segment', 'SpeechScheduler', 'Utterance', 'prepare_text',
-           'segment']
+__all__ = ['AudioChunk', 'CancelReason', 'InputError', 'Outcome', 'QueueFullError',
+           'QueuePolicy', 'SchedulerClosedError', 'SchedulerConfig', 'Segment',
+           'SpeechScheduler', 'Utterance', 'prepare_text', 'segment']

@@ -41,7 +41,24 @@ _LOG = logging.getLogger(__name__)
 #: Shortest pause at a sentence boundary (s): hayakoe's ``_MIN_PAUSE_SEC``.
 SENTENCE_PAUSE_FLOOR_S = 0.08
 
-QUEUE_POLICIES = ('enqueue', 'interrupt')
+class QueuePolicy(str, enum.Enum):
+    """What a new utterance does when another is speaking."""
+
+    ENQUEUE = 'enqueue'
+    INTERRUPT = 'interrupt'
+
+
+class CancelReason(str, enum.Enum):
+    """Why an utterance was canceled (the value is the human text)."""
+
+    CLIENT = 'canceled by the client'
+    STOP = 'stopped: the queue was flushed by a stop request'
+    INTERRUPTED = 'interrupted by a new utterance (queue_policy=interrupt)'
+    DEACTIVATED = 'the node was deactivated (lifecycle transition)'
+    SHUTDOWN = 'the node is shutting down'
+
+
+QUEUE_POLICIES = tuple(p.value for p in QueuePolicy)
 
 
 class QueueFullError(RuntimeError):
@@ -104,7 +121,7 @@ class AudioChunk:
     sample_rate: int
     play_time: float
     index: int
-    first_sample: int
+    first_sample: int = 0
 
 
 class Utterance:
@@ -123,13 +140,13 @@ class Utterance:
     """
 
     def __init__(self, uid: int, text: str, segments: list, voice: VoiceParams,
-                 volume: float, tag: object, on_done: Optional[Callable]) -> None:
+                 volume: float, on_done: Optional[Callable]) -> None:
         self.id = uid
         self.text = text
         self.segments = segments
         self.voice = voice
         self.volume = volume
-        self.tag = tag
+        self.cancel_reason: Optional[CancelReason] = None
         self.outcome: Optional[Outcome] = None
         self.error = ''
         self.pauses: list = []
@@ -228,6 +245,7 @@ class SpeechScheduler:
         self.spoken = 0
         self.failed = 0
         self.last: Optional[Utterance] = None
+        self.failure: Optional[str] = None
         self._synth_thread = threading.Thread(target=self._synth_loop, daemon=True,
                                               name='tts-synthesis')
         self._pub_thread = threading.Thread(target=self._publish_loop, daemon=True,
@@ -270,7 +288,7 @@ class SpeechScheduler:
             return bool(self._waiting or self._in_flight)
 
     def submit(self, text: str, voice: VoiceParams, *, volume: float = 1.0,
-               tag: object = None, on_done: Optional[Callable[[Utterance], None]] = None,
+               on_done: Optional[Callable[[Utterance], None]] = None,
                on_chunk: Optional[Callable] = None) -> Utterance:
         """Check and queue one utterance.
 
@@ -297,8 +315,7 @@ class SpeechScheduler:
         if not segments:
             raise InputError('nothing_speakable', f'nothing speakable in {cleaned!r}')
         self._engine.check_voice(voice)
-        utt = Utterance(next(self._ids), cleaned, segments, voice, float(volume), tag,
-                        on_done)
+        utt = Utterance(next(self._ids), cleaned, segments, voice, float(volume), on_done)
         utt._on_chunk = on_chunk
         utt.submitted_at = self._clock()
         victim = None
@@ -322,10 +339,10 @@ class SpeechScheduler:
                 self._waiting.append(utt)
             self._cv.notify_all()
         if victim is not None:
-            self.cancel(victim, 'interrupted by a new utterance (queue_policy=interrupt)')
+            self.cancel(victim, CancelReason.INTERRUPTED)
         return utt
 
-    def cancel(self, utt: Utterance, reason: str = 'canceled') -> bool:
+    def cancel(self, utt: Utterance, reason: CancelReason = CancelReason.CLIENT) -> bool:
         """Cancel one utterance. When this returns, none of its chunks reach the sink.
 
         Returns:
@@ -334,14 +351,15 @@ class SpeechScheduler:
         with self._pub_lock:
             if utt.done:
                 return False
+            utt.cancel_reason = reason
             utt._cancel.set()
         with self._cv:
             if utt in self._waiting:
                 self._waiting.remove(utt)
-        self._finish(utt, Outcome.CANCELED, reason)
+        self._finish(utt, Outcome.CANCELED, reason.value)
         return True
 
-    def stop(self, reason: str = 'stopped: the queue was flushed by a stop request') -> int:
+    def stop(self, reason: CancelReason = CancelReason.STOP) -> int:
         """Silence the node: cancel what is speaking and flush the whole queue.
 
         Args:
@@ -363,7 +381,7 @@ class SpeechScheduler:
         with self._cv:
             if self._closing:
                 return
-        self.stop('the speech scheduler is shutting down')
+        self.stop(CancelReason.SHUTDOWN)
         with self._cv:
             self._closing = True
             self._cv.notify_all()

@@ -1,0 +1,111 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""``/diagnostics`` of ``tts_node``: a snapshot record and a pure status builder."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+
+
+@dataclasses.dataclass
+class SpeechStats:
+    """Counters of one configured engine; reset together at every configure.
+
+    Attributes:
+        spoken: Utterances that played to the end.
+        failed: Utterances aborted by an error (not counting cancels).
+        canceled: Utterances canceled (client, stop, interrupt, deactivation).
+        last_error: The most recent error given to a caller ('' if none).
+        last_rtf: Real-time factor of the last finished utterance (synthesis s / audio s).
+        last_ttfa_s: Time to first audio of the last finished utterance (s).
+    """
+
+    spoken: int = 0
+    failed: int = 0
+    canceled: int = 0
+    last_error: str = ''
+    last_rtf: Optional[float] = None
+    last_ttfa_s: Optional[float] = None
+
+
+@dataclasses.dataclass
+class Snapshot:
+    """Everything the status reports, read once per period.
+
+    Attributes:
+        name: Status name (node's fully qualified name + ``: speech synthesis``).
+        hardware_id: The compute device.
+        lifecycle_state: unconfigured, inactive, active or finalized.
+        engine: Engine speaking ('' before configure); ``voice``: the voice speaking
+            (the fallback's when it is in use); ``device``; ``sample_rate`` (Hz, 0 if none).
+        speaking: Whether audio is being published.
+        queue_depth: Utterances waiting.
+        stats: The engine's :class:`SpeechStats`.
+        fallback_reason: Why the fallback voice speaks ('' if it does not).
+        engine_error: Why no engine could be loaded ('' if none failed).
+        pipeline_failure: Why the speech pipeline stopped ('' while healthy).
+        extra: More key/values (e.g. from the scheduler), reported as given.
+    """
+
+    name: str
+    hardware_id: str
+    lifecycle_state: str
+    engine: str = ''
+    voice: str = ''
+    device: str = ''
+    sample_rate: int = 0
+    speaking: bool = False
+    queue_depth: int = 0
+    stats: SpeechStats = dataclasses.field(default_factory=SpeechStats)
+    fallback_reason: str = ''
+    engine_error: str = ''
+    pipeline_failure: str = ''
+    extra: dict = dataclasses.field(default_factory=dict)
+
+
+def _fmt(value: Optional[float]) -> str:
+    return '' if value is None else f'{value:.3f}'
+
+
+def build_status(snap: Snapshot) -> DiagnosticStatus:
+    """Build the ``DiagnosticStatus`` of a snapshot.
+
+    Level: ERROR when the engine failed to load or the pipeline failed, WARN while the
+    fallback voice speaks, OK otherwise.
+    """
+    stats = snap.stats
+    values = {
+        'engine': snap.engine,
+        'voice': snap.voice,
+        'device': snap.device,
+        'lifecycle_state': snap.lifecycle_state,
+        'fallback_in_use': str(bool(snap.fallback_reason)).lower(),
+        'sample_rate': str(snap.sample_rate) if snap.sample_rate else '',
+        'queue_depth': str(snap.queue_depth),
+        'speaking': str(snap.speaking).lower(),
+        'utterances_spoken': str(stats.spoken),
+        'utterances_failed': str(stats.failed),
+        'utterances_canceled': str(stats.canceled),
+        'last_rtf': _fmt(stats.last_rtf),
+        'last_ttfa_s': _fmt(stats.last_ttfa_s),
+        'last_error': stats.last_error,
+    }
+    values.update({str(k): str(v) for k, v in snap.extra.items()})
+    status = DiagnosticStatus(name=snap.name, hardware_id=snap.hardware_id)
+    status.values = [KeyValue(key=k, value=v) for k, v in values.items()]
+    if snap.engine_error:
+        status.level = DiagnosticStatus.ERROR
+        status.message = f'engine failed: {snap.engine_error}'
+    elif snap.pipeline_failure:
+        status.level = DiagnosticStatus.ERROR
+        status.message = f'speech pipeline failed: {snap.pipeline_failure}'
+    elif snap.fallback_reason:
+        status.level = DiagnosticStatus.WARN
+        status.message = f'fallback voice in use: {snap.fallback_reason}'
+    else:
+        status.level = DiagnosticStatus.OK
+        status.message = snap.lifecycle_state + (', speaking' if snap.speaking else '')
+    return status

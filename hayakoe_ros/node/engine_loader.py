@@ -1,0 +1,125 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""Engine life cycle of ``tts_node``: load (with the fallback voice), warm up, close.
+
+Every failure is logged once, with its cause and what to do, on the node's logger.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Callable, Optional
+
+from ..engines import Engine, EngineLoadError, UnknownStyleError, VoiceParams, create_engine
+from .parameters import FallbackEngine
+
+
+class EngineLoader:
+    """Holds the node's engine and why it is (or is not) the one asked for.
+
+    Args:
+        logger: The node's logger.
+
+    Attributes:
+        engine: The loaded engine, or None.
+        fallback_reason: Why the fallback voice speaks instead of ``engine`` ('' if not).
+        engine_error: Why no engine could be loaded ('' if none failed).
+    """
+
+    def __init__(self, logger) -> None:
+        self._log = logger
+        self.engine: Optional[Engine] = None
+        self.fallback_reason = ''
+        self.engine_error = ''
+
+    @property
+    def voice_name(self) -> str:
+        """``engine/voice`` of the engine speaking ('' when none is loaded)."""
+        engine = self.engine
+        return f'{engine.name}/{engine.voice}' if engine is not None else ''
+
+    def describe(self) -> str:
+        """One-line description for the ``ready:`` log line."""
+        engine = self.engine
+        if engine is None:
+            return 'no engine'
+        return (f'{self.voice_name} ({engine.device}, {engine.sample_rate} Hz)'
+                + (' [FALLBACK voice]' if self.fallback_reason else ''))
+
+    def adapt_voice(self, voice: VoiceParams) -> VoiceParams:
+        """The voice settings for the engine speaking.
+
+        With the fallback voice, a style it lacks becomes its first style (the configured
+        style belongs to the voice that failed to load).
+        """
+        engine = self.engine
+        if self.fallback_reason and engine is not None and voice.style not in engine.styles:
+            return dataclasses.replace(voice, style=engine.styles[0])
+        return voice
+
+    def load(self, params: dict, voice: Callable[[], VoiceParams]) -> Optional[Engine]:
+        """Load, check and warm up the engine named by ``params['engine']``.
+
+        Args:
+            params: Parameter values by name (``engine``, ``fallback_engine``, ``speaker``,
+                ``device``, ``speaker_source``, ``bert_source``, ``cache_dir``,
+                ``num_threads``, ``compile``).
+            voice: Returns the configured voice settings (called once the engine is set).
+
+        Returns:
+            The engine, also kept in :attr:`engine`; None on failure (logged as ERROR, the
+            reason in :attr:`engine_error`).
+        """
+        self.close()
+        self.fallback_reason = self.engine_error = ''
+        name, fallback = params['engine'], params['fallback_engine']
+        t0 = time.perf_counter()
+        try:
+            engine = create_engine(
+                name, speaker=params['speaker'], device=params['device'],
+                speaker_source=params['speaker_source'], bert_source=params['bert_source'],
+                cache_dir=params['cache_dir'], num_threads=params['num_threads'],
+                compile=params['compile'])
+        except EngineLoadError as exc:
+            cause = str(exc).rstrip('. ')
+            if fallback == FallbackEngine.NONE.value or fallback == name:
+                self.engine_error = str(exc)
+                self._log.error(
+                    f'{cause}. fallback_engine is {fallback!r}, so this is fatal. Check '
+                    'speaker_source/bert_source (file:// paths for offline use) or let the '
+                    'node download the model once with network access.')
+                return None
+            self.fallback_reason = str(exc)
+            self._log.warning(
+                f'{cause}. Speaking with the {fallback!r} fallback voice instead. To use '
+                f'{name}: give speaker_source/bert_source as file:// paths to a downloaded '
+                'model (or run once with network access so it is cached), or set '
+                'fallback_engine:=none to make this an error.')
+            try:
+                engine = create_engine(fallback)
+            except EngineLoadError as exc2:
+                self.engine_error = str(exc2)
+                self._log.error(f'fallback engine failed too: {exc2}')
+                return None
+        load_s = time.perf_counter() - t0
+        self.engine = engine
+        try:
+            engine.check_voice(voice())
+        except UnknownStyleError as exc:
+            self.engine_error = str(exc)
+            self._log.error(f'{exc} (parameters style/speaker_id)')
+            self.close()
+            return None
+        t1 = time.perf_counter()
+        engine.warmup()
+        self._log.info(f'engine {self.voice_name} on {engine.device} loaded in {load_s:.2f} '
+                       f's, warmed up in {time.perf_counter() - t1:.2f} s '
+                       f"({engine.sample_rate} Hz, styles: {', '.join(engine.styles)})")
+        return engine
+
+    def close(self) -> None:
+        """Free the engine's memory (no-op when none is loaded)."""
+        engine, self.engine = self.engine, None
+        if engine is not None:
+            engine.close()

@@ -1,0 +1,216 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""The ``say`` action server (``audio_common_msgs/action/TTS``).
+
+Goals are accepted at once (a rejection cannot carry a reason; an aborted goal can) and
+queued in the speech scheduler like topic text. Execute callbacks are coroutines: a goal
+waiting in the queue or speaking holds no executor thread; it awaits an rclpy
+future that the scheduler completes (``on_done``) and the executor is woken to resume it.
+
+Threads: ``accept``/``cancel`` callbacks and the execute coroutine run on executor threads
+(reentrant group); ``on_done`` and ``on_chunk`` come from the scheduler's threads (see
+:mod:`hayakoe_ros.speech.scheduler`). ``self._lock`` guards the goal table; it is never
+held while calling into the scheduler's cancel path from ``on_done``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import threading
+import time
+from typing import Callable, Optional
+
+from audio_common_msgs.action import TTS
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.task import Future
+
+from ..speech import CancelReason, Outcome, Utterance
+from .parameters import MAX_QUEUE_LIMIT, RATE_RANGE, VOLUME_RANGE
+
+#: Language codes accepted on goals: Japanese, plus empty and the action's default "en"
+#: (clients often leave the field; hayakoe reads English words in katakana).
+ACCEPTED_LANGUAGES = frozenset({'', 'ja', 'ja-jp', 'ja_jp', 'jp', 'jpn', 'en'})
+
+#: Goal results are kept this long after a goal ends (s), the rcl default (15 min).
+RESULT_TIMEOUT_S = 900
+
+#: Depth of the goal/cancel/result service queues: a burst of goals must reach the
+#: scheduler's queue bound and get an answer, not vanish in a depth-10 service queue.
+SERVICE_DEPTH = MAX_QUEUE_LIMIT + 16
+
+#: How long a canceled goal waits for the server to mark it CANCELING (s); the server
+#: does that right after the cancel callback returns.
+CANCEL_STATE_TIMEOUT_S = 2.0
+
+
+def language_error(code: str) -> Optional[str]:
+    """Return why a goal's language code is unsupported, or None if it is accepted."""
+    if code.strip().lower() in ACCEPTED_LANGUAGES:
+        return None
+    return (f"unsupported language '{code}': this node speaks Japanese; use 'ja' "
+            "(or leave the field empty / at its default)")
+
+
+def goal_error(goal: TTS.Goal) -> Optional[str]:
+    """Return why a goal's fields are invalid (language, rate, volume), or None."""
+    err = language_error(goal.language)
+    if err:
+        return err
+    for field, (low, high) in (('rate', RATE_RANGE), ('volume', VOLUME_RANGE)):
+        value = getattr(goal, field)
+        if not (math.isfinite(value) and low <= value <= high):
+            return f'{field} {value} is out of range [{low}, {high}]'
+    return None
+
+
+class _YieldOnce:
+    """Awaitable that suspends a coroutine task once (resumed at the next executor wake)."""
+
+    def __await__(self):
+        yield
+
+
+@dataclasses.dataclass
+class _Goal:
+    handle: object
+    done: Future
+    utterance: Optional[Utterance] = None
+    cancel_requested: bool = False
+
+
+class SayActionServer:
+    """Serves ``say`` goals by speaking them through the node's speech scheduler.
+
+    Args:
+        node: The node that owns the server.
+        speak: ``speak(goal, on_done, on_chunk) -> Utterance``: validate and queue a goal.
+            Raises ``ValueError``/``RuntimeError`` subclasses with the reason to abort with.
+        cancel: ``cancel(utterance, reason)``: cancel an utterance (synchronous: no chunk of
+            it is published after it returns).
+        feedback: ``feedback(utterance, chunk) -> AudioStamped``: the message of a chunk.
+        feedback_depth: Depth of the feedback publisher (the ``audio`` topic's depth).
+        callback_group: Group for every callback (reentrant: cancels are served while
+            goals wait).
+        name: Action name.
+    """
+
+    def __init__(self, node, speak: Callable, cancel: Callable, feedback: Callable,
+                 feedback_depth: int, callback_group, name: str = 'say') -> None:
+        self._node = node
+        self._speak = speak
+        self._cancel = cancel
+        self._feedback = feedback
+        self._lock = threading.Lock()
+        self._goals: dict = {}
+        burst = QoSProfile(depth=SERVICE_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
+        self._server = ActionServer(
+            node, TTS, name, execute_callback=self._execute, goal_callback=self._on_goal,
+            handle_accepted_callback=self._on_accepted, cancel_callback=self._on_cancel,
+            callback_group=callback_group, goal_service_qos_profile=burst,
+            result_service_qos_profile=burst, cancel_service_qos_profile=burst,
+            feedback_pub_qos_profile=QoSProfile(depth=feedback_depth,
+                                                reliability=ReliabilityPolicy.RELIABLE),
+            result_timeout=RESULT_TIMEOUT_S)
+
+    @property
+    def goals_running(self) -> int:
+        """Goals accepted whose execute callback has not returned."""
+        with self._lock:
+            return len(self._goals)
+
+    def destroy(self) -> None:
+        """Destroy the action server (call once no goal is running, or they are lost)."""
+        self._server.destroy()
+
+    # -------------------------------------------------------------- callbacks
+    @staticmethod
+    def _on_goal(_request) -> GoalResponse:
+        return GoalResponse.ACCEPT
+
+    def _on_accepted(self, goal_handle) -> None:
+        with self._lock:
+            self._goals[bytes(goal_handle.goal_id.uuid)] = _Goal(goal_handle, Future())
+        goal_handle.execute()
+
+    def _on_cancel(self, goal_handle) -> CancelResponse:
+        with self._lock:
+            record = self._goals.get(bytes(goal_handle.goal_id.uuid))
+            if record is None:  # already finished: nothing to do, nothing to remember
+                return CancelResponse.ACCEPT
+            record.cancel_requested = True
+            utt = record.utterance
+        if utt is not None:
+            self._cancel(utt, CancelReason.CLIENT)
+        return CancelResponse.ACCEPT
+
+    def _wake(self) -> None:
+        executor = self._node.executor
+        if executor is not None:
+            executor.wake()
+
+    def _completer(self, record: _Goal) -> Callable[[Utterance], None]:
+        def on_done(utt: Utterance) -> None:  # scheduler thread or canceler's thread
+            if not record.done.done():
+                record.done.set_result(utt)
+            self._wake()
+        return on_done
+
+    def _on_chunk(self, goal_handle) -> Callable:
+        def on_chunk(utt: Utterance, chunk) -> None:  # scheduler's publisher thread
+            goal_handle.publish_feedback(TTS.Feedback(audio=self._feedback(utt, chunk)))
+        return on_chunk
+
+    async def _execute(self, goal_handle) -> TTS.Result:
+        key = bytes(goal_handle.goal_id.uuid)
+        with self._lock:
+            record = self._goals[key]
+        try:
+            return await self._run(goal_handle, record)
+        finally:
+            with self._lock:
+                self._goals.pop(key, None)
+
+    async def _run(self, goal_handle, record: _Goal) -> TTS.Result:
+        error = goal_error(goal_handle.request)
+        with self._lock:
+            if record.cancel_requested:
+                error = None
+            elif error is None:
+                try:
+                    record.utterance = self._speak(
+                        goal_handle.request, self._completer(record),
+                        self._on_chunk(goal_handle))
+                except (ValueError, RuntimeError) as exc:
+                    error = str(exc)
+                except Exception as exc:  # an unforeseen input must not take the node down
+                    error = f'internal error: {type(exc).__name__}: {exc}'
+        if error is not None:
+            self._node.get_logger().warning(f'say goal aborted: {error}')
+            goal_handle.abort()
+            return TTS.Result(text=f'error: {error}')
+        if record.utterance is None:  # canceled before it was queued
+            return await self._end_canceled(goal_handle)
+        utt = await record.done
+        assert utt is not None
+        if utt.outcome is Outcome.SUCCEEDED:
+            goal_handle.succeed()
+            return TTS.Result(text=utt.text)
+        if utt.cancel_reason is CancelReason.CLIENT:
+            return await self._end_canceled(goal_handle)
+        goal_handle.abort()
+        return TTS.Result(text=f'error: {utt.error}')
+
+    async def _end_canceled(self, goal_handle) -> TTS.Result:
+        # The server moves the goal to CANCELING right after the cancel callback returns;
+        # this coroutine may resume a moment before that.
+        deadline = time.monotonic() + CANCEL_STATE_TIMEOUT_S
+        while not goal_handle.is_cancel_requested and time.monotonic() < deadline:
+            self._wake()
+            await _YieldOnce()
+        if goal_handle.is_cancel_requested:
+            goal_handle.canceled()
+        else:
+            goal_handle.abort()
+        return TTS.Result(text='')
