@@ -21,21 +21,17 @@ text, goals, cancels and ``stop``; the diagnostics timer in its own group); ``_s
 
 from __future__ import annotations
 
-import signal
 import sys
 import threading
 import time
 from typing import Optional
 
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.qos_overriding_options import QoSOverridingOptions
-from rclpy.signals import SignalHandlerOptions
 from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
 
@@ -46,9 +42,9 @@ from .node import log_bridge
 from .node.diagnostics import Snapshot, SpeechStats, build_status
 from .node.engine_loader import EngineLoader
 from .node.messages import StampClock, chunk_to_msg
+from .node.runner import RESULT_FLUSH_S, run
 from .node.parameters import (PARAMETERS, SCHEDULER_PARAMETERS, VOICE_PARAMETERS, Apply,
-                              parameter_table, scheduler_config, unknown_parameters,
-                              voice_params)
+                              declare_all, parameter_table, scheduler_config, voice_params)
 from .node.say_action import SERVICE_DEPTH, SayActionServer
 from .speech import (CancelReason, InputError, Outcome, QueueFullError,
                      SchedulerClosedError, SpeechScheduler, Utterance)
@@ -58,10 +54,6 @@ __all__ = ['PARAMETERS', 'TTSNode', 'main', 'parameter_table']
 #: Executor threads: goals are coroutines and hold none while they wait, so a few serve
 #: every callback (text, goals, cancels, stop, lifecycle, diagnostics) at once.
 EXECUTOR_THREADS = 4
-
-#: Time given to goal results and service responses to go out before the action server or
-#: the process goes away (s).
-RESULT_FLUSH_S = 0.5
 
 
 class TTSNode(LifecycleNode):
@@ -77,7 +69,7 @@ class TTSNode(LifecycleNode):
         self._scheduler: Optional[SpeechScheduler] = None
         self._declared = False
         self.add_on_set_parameters_callback(self._on_set_parameters)
-        self._declare_parameters()
+        self._config_errors = declare_all(self)
         self._declared = True
         self._log_handler = log_bridge.attach(self.get_logger())
         self._group = ReentrantCallbackGroup()
@@ -102,28 +94,6 @@ class TTSNode(LifecycleNode):
                                              callback_group=self._diag_group)
 
     # ------------------------------------------------------------------ parameters
-    def _declare_parameters(self) -> None:
-        """Declare every parameter; an invalid override falls back to the default.
-
-        The set-parameters callback is registered first, so start-up values are validated
-        exactly like ``ros2 param set``; each invalid one is kept in ``_config_errors``
-        and makes ``on_configure`` fail with an ERROR naming it.
-        """
-        overrides = self._parameter_overrides
-        for name, spec in PARAMETERS.items():
-            try:
-                self.declare_parameter(name, spec.default, spec.descriptor())
-            except Exception as exc:  # invalid type/value/choice given at start-up
-                given = overrides[name].value if name in overrides else None
-                self._config_errors.append(spec.check(given) or
-                                           f"parameter '{name}': {given!r}: {exc}")
-                self.declare_parameter(name, spec.default, spec.descriptor(),
-                                       ignore_override=True)
-        for name, close in unknown_parameters(overrides):
-            hint = f" (did you mean '{close}'?)" if close else ''
-            self.get_logger().warning(f"unknown parameter '{name}' ignored: tts_node has no "
-                                      f'such parameter{hint}')
-
     def _p(self, name: str):
         return self.get_parameter(name).value
 
@@ -246,10 +216,11 @@ class TTSNode(LifecycleNode):
         """Number of ``say`` goals whose execute callback has not returned yet."""
         return self._say.goals_running if self._say is not None else 0
 
-    def stop_speech(self, reason: CancelReason) -> int:
-        """Stop accepting speech, cancel what speaks and what waits; return the count."""
+    def prepare_shutdown(self) -> None:
+        """Stop accepting speech; cancel what speaks and waits (goals get results)."""
         self._active = False
-        return self._scheduler.stop(reason) if self._scheduler is not None else 0
+        if self._scheduler is not None:
+            self._scheduler.stop(CancelReason.SHUTDOWN)
 
     def _destroy_text_sub(self) -> None:
         if self._text_sub is not None:
@@ -321,26 +292,12 @@ class TTSNode(LifecycleNode):
                                     f'{self._stats.last_error}')
 
     def _record(self, utt: Utterance, source: str) -> None:
-        """Count an utterance's outcome and log its one INFO line (scheduler thread)."""
-        stats = self._stats
-        if utt.outcome is Outcome.SUCCEEDED:
-            stats.spoken += 1
-        elif utt.outcome is Outcome.CANCELED:
-            stats.canceled += 1
-        else:
-            stats.failed += 1
-            stats.last_error = utt.error
-        if utt.audio_s:
-            stats.last_rtf, stats.last_ttfa_s = utt.rtf, utt.ttfa_s
-        head = utt.text[:20] + ('…' if len(utt.text) > 20 else '')
-        ttfa = f'{utt.ttfa_s:.3f} s' if utt.ttfa_s is not None else '-'
-        rtf = f'{utt.rtf:.3f}' if utt.rtf is not None else '-'
-        line = (f'utterance {utt.id} ({source}) {head!r}: {len(utt.segments)} segment(s), '
-                f'{utt.audio_s:.2f} s audio, TTFA {ttfa}, RTF {rtf}: {utt.outcome.value}')
+        """Count an utterance's outcome and log its one line (scheduler thread)."""
+        line = self._stats.record(utt, source)
         if utt.outcome is Outcome.ABORTED:
-            self.get_logger().error(f'{line}: {utt.error}')
+            self.get_logger().error(line)
         else:
-            self.get_logger().info(line + (f' ({utt.error})' if utt.error else ''))
+            self.get_logger().info(line)
 
     # ------------------------------------------------------------------ audio out
     def _message(self, utt: Utterance, chunk) -> AudioStamped:
@@ -419,49 +376,9 @@ def main(args=None) -> int:
     """Entry point of ``ros2 run hayakoe_ros tts_node``; returns the exit status.
 
     0 after SIGINT/SIGTERM or the lifecycle shutdown transition; 1 when the autostart
-    configure fails. On a signal, speech is canceled and running goals get their results
-    while the ROS context is still alive, then the shutdown transition runs (rclpy's own
-    signal handlers would shut the context down first, leaving clients without results).
+    configure fails (see :func:`hayakoe_ros.node.runner.run`).
     """
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
-    node = TTSNode()
-    executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS)
-    executor.add_node(node)
-    code = 0
-    try:
-        if node.get_parameter('autostart').value:
-            if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
-                node.get_logger().fatal('configure failed; exiting (see the error above)')
-                code = 1
-                stop.set()
-            else:
-                node.trigger_activate()
-        while not stop.is_set() and not node.finalized.is_set() and rclpy.ok():
-            executor.spin_once(timeout_sec=0.1)
-        if rclpy.ok() and not node.finalized.is_set():
-            node.stop_speech(CancelReason.SHUTDOWN)
-            deadline = time.monotonic() + 3.0
-            while node.goals_running() and time.monotonic() < deadline:
-                executor.spin_once(timeout_sec=0.05)
-            # Results go out in executor tasks queued when each execute coroutine returns.
-            flush_until = time.monotonic() + RESULT_FLUSH_S
-            while time.monotonic() < flush_until:
-                executor.spin_once(timeout_sec=0.05)
-            node.trigger_shutdown()
-        elif node.finalized.is_set():  # the shutdown transition came as a service call
-            flush_until = time.monotonic() + RESULT_FLUSH_S  # let its response go out
-            while rclpy.ok() and time.monotonic() < flush_until:
-                executor.spin_once(timeout_sec=0.05)
-    except ExternalShutdownException:
-        pass
-    finally:
-        executor.shutdown(timeout_sec=2.0)
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return code
+    return run(TTSNode, args, EXECUTOR_THREADS)
 
 
 if __name__ == '__main__':

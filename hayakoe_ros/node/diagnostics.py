@@ -9,6 +9,8 @@ from typing import Optional
 
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 
+from ..speech import Outcome
+
 
 @dataclasses.dataclass
 class SpeechStats:
@@ -29,6 +31,33 @@ class SpeechStats:
     last_error: str = ''
     last_rtf: Optional[float] = None
     last_ttfa_s: Optional[float] = None
+
+    def record(self, utt, source: str) -> str:
+        """Count a finished utterance; return its one log line.
+
+        Args:
+            utt: A finished :class:`~hayakoe_ros.speech.Utterance`.
+            source: Where it came from (``topic`` or ``goal``).
+
+        Returns:
+            ``utterance <id> (<source>) '<first 20 characters>': <n> segment(s), <s> s
+            audio, TTFA <s> s, RTF <x>: <outcome>`` and the reason when it did not succeed.
+        """
+        if utt.outcome is Outcome.SUCCEEDED:
+            self.spoken += 1
+        elif utt.outcome is Outcome.CANCELED:
+            self.canceled += 1
+        else:
+            self.failed += 1
+            self.last_error = utt.error
+        if utt.audio_s:
+            self.last_rtf, self.last_ttfa_s = utt.rtf, utt.ttfa_s
+        head = utt.text[:20] + ('…' if len(utt.text) > 20 else '')
+        ttfa = f'{utt.ttfa_s:.3f} s' if utt.ttfa_s is not None else '-'
+        rtf = f'{utt.rtf:.3f}' if utt.rtf is not None else '-'
+        line = (f'utterance {utt.id} ({source}) {head!r}: {len(utt.segments)} segment(s), '
+                f'{utt.audio_s:.2f} s audio, TTFA {ttfa}, RTF {rtf}: {utt.outcome.value}')
+        return line + (f': {utt.error}' if utt.error else '')
 
 
 @dataclasses.dataclass

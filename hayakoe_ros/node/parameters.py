@@ -284,3 +284,30 @@ def parameter_table() -> str:
         rows.append(f'| `{spec.name}` | {spec.type_name} | {shown} | {values} | {applies} '
                     f'| {spec.description} |')
     return '\n'.join(rows)
+
+
+def declare_all(node) -> list:
+    """Declare every parameter on ``node``; return the errors of invalid start-up values.
+
+    The node's set-parameters callback must be registered first, so that start-up values
+    are validated exactly like ``ros2 param set``. A parameter whose override is invalid
+    (wrong type, out of range, not a choice, refused by the callback) is declared with its
+    default, and its error (naming parameter, value and what is allowed) is returned for
+    ``on_configure`` to report. Overrides that name no parameter get one WARN each, with
+    the closest declared name.
+    """
+    errors = []
+    overrides = node._parameter_overrides  # rclpy keeps the -p / params-file values here
+    for name, spec in PARAMETERS.items():
+        try:
+            node.declare_parameter(name, spec.default, spec.descriptor())
+        except Exception as exc:  # invalid type/value/choice given at start-up
+            given = overrides[name].value if name in overrides else None
+            errors.append(spec.check(given) or f"parameter '{name}': {given!r}: {exc}")
+            node.declare_parameter(name, spec.default, spec.descriptor(),
+                                   ignore_override=True)
+    for name, close in unknown_parameters(overrides):
+        hint = f" (did you mean '{close}'?)" if close else ''
+        node.get_logger().warning(f"unknown parameter '{name}' ignored: the node has no "
+                                  f'such parameter{hint}')
+    return errors

@@ -1,0 +1,88 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""Process entry point shared by the package's lifecycle nodes.
+
+``run(factory)`` starts rclpy, builds the node, drives it to active when its
+``autostart`` parameter is true, spins a multi-threaded executor, and ends the process
+cleanly: on SIGINT/SIGTERM the node stops its work and running goals get their results
+while the ROS context is still alive, then the shutdown transition runs (rclpy's own
+signal handlers would shut the context down first, leaving clients without results).
+The lifecycle shutdown transition, requested as a service call, ends the process too.
+
+The node must offer: ``finalized`` (a :class:`threading.Event` set by ``on_shutdown``),
+``prepare_shutdown()`` (stop working, answer every running goal), ``goals_running()``
+and ``lifecycle_label``.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from typing import Callable
+
+import rclpy
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.lifecycle import TransitionCallbackReturn
+from rclpy.signals import SignalHandlerOptions
+
+#: Time given to goal results and service responses to go out before an action server or
+#: the process goes away (s).
+RESULT_FLUSH_S = 0.5
+
+#: Longest wait for running goals to end at shutdown (s).
+GOALS_END_TIMEOUT_S = 3.0
+
+
+def _spin_for(executor, seconds: float) -> None:
+    until = time.monotonic() + seconds
+    while rclpy.ok() and time.monotonic() < until:
+        executor.spin_once(timeout_sec=0.05)
+
+
+def run(factory: Callable, args=None, num_threads: int = 4) -> int:
+    """Run one lifecycle node in this process until a signal or its shutdown transition.
+
+    Args:
+        factory: Builds the node (called after ``rclpy.init``).
+        args: Command-line arguments for ``rclpy.init`` (None: ``sys.argv``).
+        num_threads: Executor threads.
+
+    Returns:
+        The exit status: 0, or 1 when the autostart configure failed.
+    """
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    node = factory()
+    executor = MultiThreadedExecutor(num_threads=num_threads)
+    executor.add_node(node)
+    code = 0
+    try:
+        if node.get_parameter('autostart').value:
+            if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+                node.get_logger().fatal('configure failed; exiting (see the error above)')
+                code = 1
+                stop.set()
+            else:
+                node.trigger_activate()
+        while not stop.is_set() and not node.finalized.is_set() and rclpy.ok():
+            executor.spin_once(timeout_sec=0.1)
+        if rclpy.ok() and not node.finalized.is_set():
+            node.prepare_shutdown()
+            deadline = time.monotonic() + GOALS_END_TIMEOUT_S
+            while node.goals_running() and time.monotonic() < deadline:
+                executor.spin_once(timeout_sec=0.05)
+            # Results go out in executor tasks queued when each execute callback returns.
+            _spin_for(executor, RESULT_FLUSH_S)
+            node.trigger_shutdown()
+        else:  # the shutdown transition came as a service call: let its response go out
+            _spin_for(executor, RESULT_FLUSH_S)
+    except ExternalShutdownException:
+        pass
+    finally:
+        executor.shutdown(timeout_sec=2.0)
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return code
