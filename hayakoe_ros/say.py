@@ -1,104 +1,23 @@
 # Copyright 2026 The hayakoe_ros Authors
 # SPDX-License-Identifier: AGPL-3.0-or-later
-"""``say``: send one goal to the ``say`` action, record the audio, write a WAV file.
+"""``say``: speak one text through ``tts_node``, or print how it would be read.
 
 Usage: ``ros2 run hayakoe_ros say "こんにちは。" -o out.wav`` (or ``python -m
-hayakoe_ros.say``). Prints the audio duration, the time to first audio (goal sent to
-first feedback chunk) and the real-time factor (the node's synthesis compute time over
-audio duration, read from /diagnostics; wall time over audio duration if unavailable).
+hayakoe_ros.say``) sends one goal to the ``say`` action, records the audio and writes a WAV
+file; it prints the audio duration, the time to first audio (goal sent to first feedback
+chunk) and the real-time factor (the node's synthesis compute time over audio duration,
+read from /diagnostics; wall time over audio duration if unavailable).
+
+``say --print-reading "10:30に集合"`` prints, on one line, the katakana the node would speak
+(front end, user dictionary, then Open JTalk's g2p: :func:`hayakoe_ros.speech.reading`) and
+exits; no node and no ROS are needed (rclpy is not imported). ``--user-dictionary FILE``
+applies a dictionary as the node's ``user_dictionary`` parameter does.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import threading
-import time
-import wave
-
-import numpy as np
-import rclpy
-from audio_common_msgs.action import TTS
-from diagnostic_msgs.msg import DiagnosticArray
-from rclpy.action import ActionClient
-from rclpy.node import Node
-
-
-def write_wav(path: str, samples: np.ndarray, sample_rate: int) -> None:
-    """Write mono int16 PCM ``samples`` (shape ``(n,)``) to a WAV file at ``sample_rate`` Hz.
-
-    Uses the standard library's :mod:`wave` writer.
-    """
-    with wave.open(path, 'wb') as wav:
-        wav.setnchannels(1)
-        wav.setsampwidth(2)
-        wav.setframerate(int(sample_rate))
-        wav.writeframes(np.asarray(samples, dtype='<i2').tobytes())
-
-
-class SayClient(Node):
-    """Action client that collects the feedback audio of one ``say`` goal."""
-
-    def __init__(self, action_name: str = 'say') -> None:
-        super().__init__('say_client')
-        self._client = ActionClient(self, TTS, action_name)
-        self.chunks: list = []
-        self.sample_rate = 0
-        self.first_audio_at = None
-        self.last_rtf = None
-        self.spoken = None  # the node's utterances_spoken, from /diagnostics
-        self._baseline = None
-        self._diag = self.create_subscription(DiagnosticArray, '/diagnostics',
-                                              self._on_diag, 10)
-        self._lock = threading.Lock()
-
-    def _on_diag(self, msg: DiagnosticArray) -> None:
-        for status in msg.status:
-            values = {kv.key: kv.value for kv in status.values}
-            if 'utterances_spoken' not in values:
-                continue
-            self.spoken = int(values['utterances_spoken'])
-            # Only a report that counts our utterance carries its RTF.
-            if self._baseline is not None and self.spoken > self._baseline and \
-                    values.get('last_rtf'):
-                self.last_rtf = float(values['last_rtf'])
-
-    def _on_feedback(self, feedback_msg) -> None:
-        audio = feedback_msg.feedback.audio.audio
-        with self._lock:
-            if self.first_audio_at is None:
-                self.first_audio_at = time.monotonic()
-            self.sample_rate = audio.info.rate
-            self.chunks.append(np.asarray(audio.audio_data.int16_data, dtype=np.int16))
-
-    def say(self, text: str, language: str, rate: float, volume: float,
-            timeout: float) -> tuple:
-        """Send the goal and wait; return ``(status, result_text, sent_at, done_at)``.
-
-        Raises:
-            TimeoutError: no action server, or no result within ``timeout`` seconds.
-        """
-        if not self._client.wait_for_server(timeout_sec=timeout):
-            raise TimeoutError(f"no '{self._client._action_name}' action server within "
-                               f'{timeout:.0f} s (is tts_node running and active?)')
-        goal = TTS.Goal(text=text, language=language, rate=rate, volume=volume)
-        deadline = time.monotonic() + 1.5  # learn how many utterances the node has spoken
-        while self.spoken is None and time.monotonic() < deadline:
-            rclpy.spin_once(self, timeout_sec=0.1)
-        self._baseline = self.spoken
-        sent_at = time.monotonic()
-        future = self._client.send_goal_async(goal, feedback_callback=self._on_feedback)
-        rclpy.spin_until_future_complete(self, future, timeout_sec=timeout)
-        handle = future.result()
-        if handle is None or not handle.accepted:
-            raise RuntimeError('goal rejected by the node')
-        result_future = handle.get_result_async()
-        rclpy.spin_until_future_complete(self, result_future, timeout_sec=timeout)
-        if not result_future.done():
-            raise TimeoutError(f'no result within {timeout:.0f} s')
-        done_at = time.monotonic()
-        result = result_future.result()
-        return result.status, result.result.text, sent_at, done_at
 
 
 def main(argv=None) -> int:
@@ -116,41 +35,25 @@ def main(argv=None) -> int:
     parser.add_argument('--volume', type=float, default=1.0, help='linear gain')
     parser.add_argument('--action', default='say', help='action name (default: say)')
     parser.add_argument('--timeout', type=float, default=120.0, help='seconds')
+    parser.add_argument('--print-reading', action='store_true',
+                        help='print the katakana reading of TEXT and exit (no node needed)')
+    parser.add_argument('--user-dictionary', metavar='FILE',
+                        help='with --print-reading: apply this user dictionary')
     args = parser.parse_args(argv)
     text = args.text if args.text is not None else sys.stdin.read()
-    rclpy.init(args=['say'] + ros_args)
-    node = SayClient(args.action)
-    try:
-        status, result_text, sent_at, done_at = node.say(
-            text, args.language, args.rate, args.volume, args.timeout)
-        deadline = time.monotonic() + 2.5  # the node's next /diagnostics has its RTF
-        while node.last_rtf is None and time.monotonic() < deadline:
-            rclpy.spin_once(node, timeout_sec=0.1)
-        audio = np.concatenate(node.chunks) if node.chunks else np.zeros(0, np.int16)
-        if status != 4:  # GoalStatus.STATUS_SUCCEEDED
-            print(f'say: goal ended with status {status}: {result_text}', file=sys.stderr)
+    if args.print_reading:
+        from .speech import InputError, reading
+        from .speech.userdict import UserDictionaryError
+
+        try:
+            print(reading(text, user_dictionary=args.user_dictionary))
+        except (InputError, UserDictionaryError) as exc:
+            print(f'say: {exc}', file=sys.stderr)
             return 1
-        write_wav(args.output, audio, node.sample_rate or 44100)
-        duration = audio.size / node.sample_rate if node.sample_rate else 0.0
-        ttfa = (node.first_audio_at - sent_at) if node.first_audio_at else float('nan')
-        if node.last_rtf is not None:
-            rtf, how = node.last_rtf, 'synthesis time / audio duration, from the node'
-        else:
-            rtf, how = (done_at - sent_at) / duration if duration else float('nan'), \
-                'wall time / audio duration'
-        print(f'spoken: {result_text}')
-        print(f'wrote {args.output}: {duration:.2f} s of audio at {node.sample_rate} Hz, '
-              f'{len(node.chunks)} chunks')
-        print(f'time to first audio: {ttfa * 1000:.0f} ms')
-        print(f'real-time factor: {rtf:.3f} ({how})')
         return 0
-    except (TimeoutError, RuntimeError) as exc:
-        print(f'say: {exc}', file=sys.stderr)
-        return 1
-    finally:
-        node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+    from .say_client import run
+
+    return run(args, text, ros_args)
 
 
 if __name__ == '__main__':

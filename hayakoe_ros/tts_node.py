@@ -46,6 +46,7 @@ from .node.runner import RESULT_FLUSH_S, run
 from .node.parameters import (PARAMETERS, SCHEDULER_PARAMETERS, VOICE_PARAMETERS, Apply,
                               declare_all, parameter_table, scheduler_config, voice_params)
 from .node.say_action import SERVICE_DEPTH, SayActionServer
+from .speech import userdict  # issue 11: user_dictionary parameter
 from .speech import (CancelReason, InputError, Outcome, QueueFullError,
                      SchedulerClosedError, SpeechScheduler, Utterance)
 
@@ -140,6 +141,10 @@ class TTSNode(LifecycleNode):
                 self.get_logger().error(f'invalid configuration: {error}')
             return TransitionCallbackReturn.FAILURE
         try:
+            # issue 11: read and apply the user dictionary (both voices; a bad line fails
+            # configure with an error naming it). Process-wide, like Open JTalk's own.
+            path = self._p('user_dictionary')
+            userdict.apply(userdict.UserDictionary.load(path) if path else None)
             engine = self._loader.load(
                 {name: self._p(name) for name in PARAMETERS}, self._voice)
             if engine is None:

@@ -196,6 +196,9 @@ _SPECS = (
     ParameterSpec('max_segment_chars', 60, 'Longest synthesis segment, characters: longer '
                   'sentences are cut at clause boundaries (BERT reads at most 510).',
                   range=(4, 400)),
+    # --- text front end (reload; issue 11) ---
+    ParameterSpec('user_dictionary', '', 'User dictionary file: surface<TAB>katakana reading'
+                  '[<TAB>accent type] per line, for both voices (empty: none).', Apply.RELOAD),
     ParameterSpec('chunk', 2048, 'Frames (samples) per audio message.', range=(64, 1048576)),
     ParameterSpec('frame_id', 'tts', 'header.frame_id of audio messages.'),
     ParameterSpec('max_lead_s', 0.3, 'Publish audio at most this far ahead of playback (s).',

@@ -1,14 +1,19 @@
 # Copyright 2026 The hayakoe_ros Authors
 # SPDX-License-Identifier: AGPL-3.0-or-later
-"""Speech pipeline: segmenting, pauses, loudness, chunking, pacing, queue, cancel.
+"""Speech pipeline: front end, segmenting, pauses, loudness, chunking, pacing, queue, cancel.
+
+The text front end reads numbers, dates, URLs, SSML and the user dictionary.
 
 No ROS imports: the node wires :class:`~.scheduler.SpeechScheduler` to its topics.
 """
 
 from .scheduler import (AudioChunk, CancelReason, Outcome, QueueFullError, QueuePolicy,
                         SchedulerClosedError, SchedulerConfig, SpeechScheduler, Utterance)
-from .text import InputError, Segment, prepare_text, segment
+from .pipeline import prepare, reading
+from .text import Boundary, InputError, Segment, prepare_text, segment
+from .userdict import UserDictionary, UserDictionaryError
 
-__all__ = ['AudioChunk', 'CancelReason', 'InputError', 'Outcome', 'QueueFullError',
-           'QueuePolicy', 'SchedulerClosedError', 'SchedulerConfig', 'Segment',
-           'SpeechScheduler', 'Utterance', 'prepare_text', 'segment']
+__all__ = ['AudioChunk', 'Boundary', 'CancelReason', 'InputError', 'Outcome',
+           'QueueFullError', 'QueuePolicy', 'SchedulerClosedError', 'SchedulerConfig',
+           'Segment', 'SpeechScheduler', 'UserDictionary', 'UserDictionaryError',
+           'Utterance', 'prepare', 'prepare_text', 'reading', 'segment']

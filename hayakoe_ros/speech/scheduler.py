@@ -34,7 +34,8 @@ import numpy as np
 from ..engines.base import Engine, NothingToSpeakError, VoiceParams
 from .audio import Chunker, apply_gain_and_limit, to_int16, trailing_silence_s
 from .pacing import Pacer
-from .text import InputError, Segment, prepare_text, segment
+from .pipeline import prepare
+from .text import Boundary, InputError, Segment
 
 _LOG = logging.getLogger(__name__)
 
@@ -310,8 +311,8 @@ class SpeechScheduler:
             SchedulerClosedError: after :meth:`shutdown`.
         """
         cfg = self.config
-        cleaned = prepare_text(text, cfg.max_chars)
-        segments = segment(cleaned, cfg.max_segment_chars)
+        # Front end (SSML, numbers, URLs, user dictionary...) then segmenting: pipeline.py.
+        cleaned, segments = prepare(text, cfg.max_chars, cfg.max_segment_chars)
         if not segments:
             raise InputError('nothing_speakable', f'nothing speakable in {cleaned!r}')
         self._engine.check_voice(voice)
@@ -478,8 +479,11 @@ class SpeechScheduler:
                 return
             last = k + 1 == len(segments)
             t0 = time.perf_counter()
+            # SSML <prosody rate>: the segment's rate divides the voice's length_scale.
+            voice = utt.voice if seg.rate == 1.0 else dataclasses.replace(
+                utt.voice, length_scale=utt.voice.length_scale / seg.rate)
             try:
-                audio = engine.synthesize(seg.text, utt.voice)
+                audio = engine.synthesize(seg.text, voice)
             except NothingToSpeakError as exc:
                 _LOG.warning('skipping segment %r: %s', seg.text, exc)
                 audio = np.zeros(0, dtype=np.float32)
@@ -496,7 +500,7 @@ class SpeechScheduler:
                 return
             if not last and audio.size:
                 t1 = time.perf_counter()
-                target = self._pause_target(seg, segments[k + 1], utt.voice)
+                target = self._pause_target(seg, segments[k + 1], voice)
                 utt.pauses.append(target)
                 gap = max(0.0, target - trailing_silence_s(audio, sr))
                 silence = np.zeros(int(round(gap * sr)), np.int16)
@@ -505,8 +509,10 @@ class SpeechScheduler:
                     return
 
     def _pause_target(self, seg: Segment, following: Segment, voice: VoiceParams) -> float:
+        if seg.pause_s is not None:  # SSML <break>: exactly this long, nothing predicted
+            return seg.pause_s
         pause = self._engine.predict_pause(seg.text, following.text, voice)
-        if seg.boundary == 'sentence':
+        if seg.boundary == Boundary.SENTENCE:
             pause = max(pause, SENTENCE_PAUSE_FLOOR_S)
         return pause
 

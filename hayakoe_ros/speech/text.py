@@ -4,15 +4,22 @@
 
 Segmenting is what keeps time to first audio short whatever the length of the text: the
 text is cut at sentence ends, and any sentence longer than ``max_segment_chars`` is cut
-again at clause boundaries (、, commas, semicolons, quotes), so no single synthesis call
-blocks for long. hayakoe's own splitter cuts only at 。！？!? and newlines.
+again at clause boundaries (、, commas, semicolons, quotes), and a clause still too long at
+the word or accent-phrase boundary nearest below the bound (Open JTalk's front end), so no
+single synthesis call blocks for long. Cuts never fall inside a number, a word or a
+front-end reading (see :mod:`.frontend`'s no-cut marks). hayakoe's own splitter cuts only
+at 。！？!? and newlines.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import re
 import unicodedata
+from typing import Optional
+
+from .frontend import KEEP_CLOSE, KEEP_OPEN, strip_marks
 
 #: Characters that produce morae: kana, kanji, Latin letters and digits (half and full
 #: width). Same class as hayakoe's ``_HAS_SPEECH_RE``.
@@ -22,8 +29,10 @@ SPEAKABLE_RE = re.compile('[ぁ-ゖァ-ヶ一-鿿々〆〇a-zA-Z0-9０-９Ａ-�
 # at a newline. ASCII '.' ends a sentence only before whitespace or the end of the text.
 _SENTENCE_END_RE = re.compile(
     r'(?:[。．！？!?]+|\.(?=\s|$))[」』）)\]"\'”’]*|\n+')
-# Clause boundaries: after 、，,；;：: and closing quotes, before opening quotes.
-_CLAUSE_CUT_RE = re.compile(r'(?<=[、，,；;：:」』）)”])|(?=[「『（(“])')
+# Clause boundaries: after 、，；;： and closing quotes, before opening quotes; after ','
+# and ':' unless a digit follows (1,234 / 10:30) or '//' does (a URL's scheme).
+_CLAUSE_CUT_RE = re.compile(r'(?<=[、，；;：」』）)”])|(?<=,)(?!\d)|(?<=:)(?!\d|//)'
+                            r'|(?=[「『（(“])')
 
 
 # ANSI/VT100 escape sequences: CSI (ESC [ ... final byte) and OSC (ESC ] ... BEL/ST).
@@ -48,18 +57,35 @@ class InputError(ValueError):
         self.code = code
 
 
+class Boundary(str, enum.Enum):
+    """What ends a :class:`Segment` (a str-Enum: ``Boundary.SENTENCE == 'sentence'``)."""
+
+    SENTENCE = 'sentence'  # a sentence end (。！？ . newline)
+    CLAUSE = 'clause'      # a clause mark (、, quotes) inside a long sentence
+    WORD = 'word'          # a word / accent-phrase boundary inside a long clause
+    BREAK = 'break'        # an SSML <break>: the pause is Segment.pause_s exactly
+    END = 'end'            # the last segment of the utterance
+
+
 @dataclasses.dataclass(frozen=True)
 class Segment:
     """One unit of synthesis.
 
     Attributes:
-        text: The segment's text, its final punctuation included.
-        boundary: What ends it: ``"sentence"``, ``"clause"`` (cut at a clause mark),
-            ``"split"`` (cut by length alone, no punctuation) or ``"end"`` (the last one).
+        text: The segment's text, its final punctuation included (what the engine gets).
+        boundary: What ends it (:class:`Boundary`).
+        pause_s: Silence (s) to put after it instead of the engine's predicted pause,
+            from an SSML ``<break>``; None = predicted. The scheduler makes the silence
+            between this segment's last sample of speech and the next segment exactly
+            this long.
+        rate: Speaking-rate multiplier from SSML ``<prosody rate>`` (1.0 = the voice's
+            own rate); the scheduler divides ``VoiceParams.length_scale`` by it.
     """
 
     text: str
-    boundary: str
+    boundary: Boundary
+    pause_s: Optional[float] = None
+    rate: float = 1.0
 
 
 def strip_control(text: str) -> str:
@@ -144,28 +170,30 @@ def _merge_unspeakable(pieces: list) -> list:
 
 
 def _split_long(sentence: str, max_chars: int) -> list:
-    """Cut one sentence into (text, boundary) pieces of at most ``max_chars`` characters.
+    """Cut one sentence into (text, boundary) pieces of about ``max_chars`` characters.
 
     Clause pieces are packed greedily (adjacent short clauses stay together, which keeps
-    their prosody); a clause still too long is cut by length.
+    their prosody); a clause still too long is cut at word boundaries (:func:`_cut_words`).
+    ``sentence`` may hold the front end's no-cut marks; lengths do not count them.
     """
     clauses = _merge_unspeakable([c for c in _CLAUSE_CUT_RE.split(sentence) if c])
     out: list = []
     current = ''
     for clause in clauses:
-        if current and len(current) + len(clause) > max_chars:
-            out.append((current, 'clause'))
+        if current and _len(current) + _len(clause) > max_chars:
+            out.append((current, Boundary.CLAUSE))
             current = ''
-        while len(clause) > max_chars:
-            head, clause = clause[:max_chars], clause[max_chars:]
+        if _len(clause) > max_chars:
             if current:
-                out.append((current, 'clause'))
+                out.append((current, Boundary.CLAUSE))
                 current = ''
-            out.append((head, 'split'))
+            pieces = _cut_words(clause, max_chars)
+            out.extend((piece, Boundary.WORD) for piece in pieces[:-1])
+            clause = pieces[-1]
         current += clause
     if current:
-        out.append((current, 'clause'))
-    # Cuts by length can strand punctuation: let it join the piece before.
+        out.append((current, Boundary.CLAUSE))
+    # Cuts can strand punctuation: let it join the piece before.
     merged: list = []
     for text, boundary in out:
         if merged and not SPEAKABLE_RE.search(text):
@@ -173,6 +201,83 @@ def _split_long(sentence: str, max_chars: int) -> list:
         else:
             merged.append((text, boundary))
     return merged
+
+
+def _len(text: str) -> int:
+    return len(text) - text.count(KEEP_OPEN) - text.count(KEEP_CLOSE)
+
+
+def _unmark(text: str) -> tuple:
+    """Text without no-cut marks, and the (start, end) spans the marks enclosed."""
+    out, spans, start = [], [], None
+    for ch in text:
+        if ch == KEEP_OPEN:
+            start = len(out)
+        elif ch == KEEP_CLOSE:
+            if start is not None:
+                spans.append((start, len(out)))
+            start = None
+        else:
+            out.append(ch)
+    return ''.join(out), spans
+
+
+def word_boundaries(text: str) -> list:
+    """Offsets where ``text`` may be cut, from Open JTalk's front end (NJD features).
+
+    Returns:
+        ``(offset, accent_phrase)`` pairs, ``0 < offset < len(text)``, in order:
+        ``accent_phrase`` is True where an accent phrase starts (NJD ``chain_flag`` != 1),
+        False at other word starts. Never between two numeral words (百 / 二十), so a
+        number stays whole. Words Open JTalk reads differently from their spelling (ASCII
+        digits) are skipped, so no boundary is reported inside them.
+    """
+    import pyopenjtalk
+
+    norm = ''.join(c if len(unicodedata.normalize('NFKC', c)) != 1
+                   else unicodedata.normalize('NFKC', c) for c in text)
+    pos, prev_num, cuts = 0, False, []
+    for feat in pyopenjtalk.run_frontend(text):
+        word = unicodedata.normalize('NFKC', feat['string'])
+        start = norm.find(word, pos, pos + len(word) + 4) if word else -1
+        if start < 0:
+            prev_num = False
+            continue
+        is_num = feat.get('pos_group1') == '数'
+        if 0 < start < len(text) and not (is_num and prev_num) and feat['pos'] != '記号':
+            cuts.append((start, feat.get('chain_flag') != 1))
+        pos, prev_num = start + len(word), is_num
+    return cuts
+
+
+def _cut_words(clause: str, max_chars: int) -> list:
+    """Cut a clause longer than ``max_chars`` at word or accent-phrase boundaries.
+
+    Each cut goes at the accent-phrase boundary nearest below the bound when that leaves
+    at least half the bound, else at the word boundary nearest below it; a word (or a
+    front-end reading) longer than the bound stays whole. Returns the pieces, unmarked.
+    """
+    text, spans = _unmark(clause)
+    cuts = [(c, strong) for c, strong in word_boundaries(text)
+            if not any(a < c < b for a, b in spans)]
+    pieces, start = [], 0
+    while len(text) - start > max_chars:
+        limit = start + max_chars
+        below = [(c, strong) for c, strong in cuts if start < c <= limit]
+        strong = [c for c, s in below if s and c - start >= max_chars // 2]
+        if strong:
+            cut = strong[-1]
+        elif below:
+            cut = below[-1][0]
+        else:
+            above = [c for c, s in cuts if c > limit and s]  # no particle left alone
+            if not above:
+                break
+            cut = above[0]
+        pieces.append(text[start:cut])
+        start = cut
+    pieces.append(text[start:])
+    return pieces
 
 
 def segment(text: str, max_segment_chars: int) -> list:
@@ -185,20 +290,22 @@ def segment(text: str, max_segment_chars: int) -> list:
 
     Returns:
         At least one segment when ``text`` has something speakable; the last one has
-        boundary ``"end"``.
+        boundary :attr:`Boundary.END`. ``text`` may carry the front end's no-cut marks;
+        segment texts do not.
     """
     if max_segment_chars < 1:
         raise ValueError('max_segment_chars must be >= 1')
     segments: list = []
     for sentence in split_sentences(text):
-        if len(sentence) <= max_segment_chars:
-            segments.append(Segment(sentence, 'sentence'))
+        if _len(sentence) <= max_segment_chars:
+            segments.append(Segment(strip_marks(sentence), Boundary.SENTENCE))
             continue
         pieces = _split_long(sentence, max_segment_chars)
         for i, (piece, boundary) in enumerate(pieces):
             last = i == len(pieces) - 1
-            segments.append(Segment(piece.strip(), 'sentence' if last else boundary))
+            segments.append(Segment(strip_marks(piece).strip(),
+                                    Boundary.SENTENCE if last else boundary))
     segments = [s for s in segments if s.text]
     if segments:
-        segments[-1] = Segment(segments[-1].text, 'end')
+        segments[-1] = dataclasses.replace(segments[-1], boundary=Boundary.END)
     return segments

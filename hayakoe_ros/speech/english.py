@@ -1,0 +1,94 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""English words to katakana for the text front end (no ROS imports).
+
+The same order as hayakoe's own normaliser (``hayakoe.nlp.japanese.normalizer``): a word
+that Open JTalk's dictionary knows (``Hello`` -> ハロー, ``AI`` -> エーアイ) takes that
+reading; any other word goes to ``e2k`` (PyPI, public domain; a small RNN on numpy whose
+weights ship inside the wheel, so it runs offline on any platform), where hayakoe would
+use a fixed word list bundled inside its package. Short all-capital words that neither
+knows (``ROS``) are acronyms and are spelled (アールオーエス). Used for both voices, so the
+hayakoe voice and the Open JTalk fallback say the same thing.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+
+#: Letter names as Japanese announcers say them.
+LETTERS = {
+    'a': 'エー', 'b': 'ビー', 'c': 'シー', 'd': 'ディー', 'e': 'イー', 'f': 'エフ',
+    'g': 'ジー', 'h': 'エイチ', 'i': 'アイ', 'j': 'ジェー', 'k': 'ケー', 'l': 'エル',
+    'm': 'エム', 'n': 'エヌ', 'o': 'オー', 'p': 'ピー', 'q': 'キュー', 'r': 'アール',
+    's': 'エス', 't': 'ティー', 'u': 'ユー', 'v': 'ブイ', 'w': 'ダブリュー',
+    'x': 'エックス', 'y': 'ワイ', 'z': 'ゼット'}
+
+#: Acronym length: an unknown all-capital word up to this long is spelled.
+MAX_ACRONYM = 5
+
+WORD_RE = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
+
+#: Frequent short words that Open JTalk's dictionary lacks and e2k reads poorly.
+COMMON = {'are': 'アー', 'today': 'トゥデイ', 'an': 'アン', 'is': 'イズ',
+          'was': 'ワズ', 'were': 'ワー', 'of': 'オブ', 'to': 'トゥー', 'and': 'アンド',
+          'or': 'オア', 'for': 'フォー', 'with': 'ウィズ', 'from': 'フロム', 'at': 'アット',
+          'on': 'オン', 'in': 'イン', 'by': 'バイ', 'be': 'ビー', 'do': 'ドゥー',
+          'does': 'ダズ', 'have': 'ハブ', 'has': 'ハズ', 'will': 'ウィル', 'can': 'キャン',
+          'what': 'ホワット', 'where': 'ホエア', 'when': 'ホエン', 'who': 'フー',
+          'why': 'ホワイ', 'please': 'プリーズ', 'thank': 'サンク', 'thanks': 'サンクス',
+          "i'm": 'アイム', "it's": 'イッツ', "don't": 'ドント', "can't": 'キャント'}
+
+_E2K_LOCK = threading.Lock()
+_E2K = None
+
+
+def spell(word: str) -> str:
+    """Letter names of the ASCII letters in ``word`` (``ROS`` -> アールオーエス)."""
+    return ''.join(LETTERS.get(ch, '') for ch in word.lower())
+
+
+def _c2k():
+    global _E2K
+    with _E2K_LOCK:
+        if _E2K is None:
+            from e2k import C2K  # about 0.1 s the first time: loaded on first use only
+
+            _E2K = C2K()
+        return _E2K
+
+
+@functools.lru_cache(maxsize=8192)
+def _native(word: str):
+    import pyopenjtalk
+
+    feats = pyopenjtalk.run_frontend(word)
+    if not feats or any(f['pos'] in ('フィラー', '記号') for f in feats):
+        return None
+    pron = ''.join(f['pron'] for f in feats).replace('’', '')
+    return pron or None
+
+
+def to_katakana(word: str) -> str:
+    """Katakana reading of one English word (letters and an optional apostrophe).
+
+    A few frequent function words (:data:`COMMON`), Open JTalk's dictionary, then acronym
+    spelling for short all-capital words, then ``e2k``'s character model. Results are cached (8192 words). The dictionary lookup
+    uses the user dictionary in force when first asked.
+    """
+    if word.lower() in COMMON and not word.isupper():
+        return COMMON[word.lower()]
+    if len(word) == 1:
+        return spell(word)
+    native = _native(word)
+    if native:
+        return native
+    if word.isupper() and len(word) <= MAX_ACRONYM:
+        return spell(word)
+    return _c2k()(word.lower().replace("'", '')) or spell(word)
+
+
+def clear_cache() -> None:
+    """Forget cached dictionary lookups (call after the user dictionary changes)."""
+    _native.cache_clear()

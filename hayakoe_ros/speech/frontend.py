@@ -1,0 +1,252 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""Japanese text front end: what the voice should *say* for robot text (no ROS imports).
+
+:func:`normalize` rewrites numbers, times, dates, phone numbers, units, URLs, e-mail
+addresses, abbreviations and English words into kanji numerals and katakana, which both
+voices (hayakoe, whose own normaliser then leaves them alone, and Open JTalk) read right.
+Order matters and is fixed: Unicode compatibility forms first (NFKC: ㍻ -> 平成,
+full-width digits -> ASCII; Japanese punctuation 、。「」 is kept, and ．～ stay Japanese),
+then URLs and e-mail addresses, user-dictionary Latin words, abbreviations, dates, times,
+phone numbers, temperatures, ranges, currency, percent and units, signed and plain numbers,
+and English words last.
+
+Readings that must never be cut (a number, a date, a URL's reading) are wrapped in
+:data:`KEEP_OPEN` / :data:`KEEP_CLOSE` (private-use characters); :mod:`.text`'s segmenter
+never cuts inside them and removes the marks. :func:`strip_marks` removes them too.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Callable, Optional
+
+from . import english
+from .numbers import PHONE_KANA, cardinal, digits, number
+
+KEEP_OPEN = '\ue000'
+KEEP_CLOSE = '\ue001'
+_MARKS_RE = re.compile('[\ue000\ue001]')
+
+# NFKC except for these, which stay as written (Japanese full stop and wave dash: NFKC
+# would make them ASCII '.' and '~', which mean something else in Latin text).
+_KEEP_WIDTH = {'．': '\ue010', '～': '\ue011', '〜': '\ue011'}
+_RESTORE_WIDTH = {'\ue010': '．', '\ue011': '〜'}
+
+_NUM = r'\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?'
+
+_URL_CHARS = r'[A-Za-z0-9\-._~:/?#@!$&*+,;=%]'
+_URL_RE = re.compile(r'(?<![A-Za-z0-9])(?:https?|ftp)://%s+|(?<![A-Za-z0-9.])www\.%s+'
+                     % (_URL_CHARS, _URL_CHARS))
+_EMAIL_RE = re.compile(
+    r'(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+')
+#: Label readings used in host names.
+_HOST_WORDS = {'com': 'コム', 'net': 'ネット', 'org': 'オルグ', 'jp': 'ジェーピー',
+               'co': 'シーオー', 'io': 'アイオー', 'ne': 'エヌイー', 'or': 'オーアール',
+               'ac': 'エーシー', 'go': 'ジーオー', 'ai': 'エーアイ', 'dev': 'デブ',
+               'www': 'ダブリューダブリューダブリュー'}
+
+#: Abbreviations with a full stop that do not end a sentence, and their readings.
+ABBREVIATIONS = {
+    'Dr.': 'ドクター', 'Mr.': 'ミスター', 'Mrs.': 'ミセス', 'Ms.': 'ミズ',
+    'Prof.': 'プロフェッサー', 'St.': 'セント', 'Jr.': 'ジュニア', 'Sr.': 'シニア',
+    'No.': 'ナンバー', 'Vol.': 'ボリューム', 'Fig.': 'フィギュア', 'vs.': 'バーサス',
+    'e.g.': 'たとえば', 'i.e.': 'すなわち', 'etc.': 'エトセトラ', 'approx.': 'およそ',
+    'Inc.': 'インク', 'Ltd.': 'リミテッド', 'Co.': 'カンパニー', 'Corp.': 'コーポレーション',
+}
+_ABBREV_RE = re.compile(r'(?<![A-Za-z.])(%s)' % '|'.join(
+    re.escape(a) for a in sorted(ABBREVIATIONS, key=len, reverse=True)))
+
+_DATE_YMD_RE = re.compile(r'(?<![\d/.-])(\d{4})([/.-])(\d{1,2})\2(\d{1,2})(?![\d/.-])')
+_DATE_MD_RE = re.compile(r'(?<![\d/.:-])(\d{1,2})/(\d{1,2})(?![\d/])')
+_TIME_RE = re.compile(r'(午前|午後)?\s*(?<![\d:])(\d{1,2}):(\d{2})(?::(\d{2}))?(?![\d:])')
+_PHONE_RE = re.compile(r'(?<![\d-])(?:\+81[- ]?)?\(?0\d{1,4}\)?[- ]?\d{1,4}-\d{3,4}(?![\d-])'
+                       r'|(?<![\d-])0\d{1,4}-\d{1,4}-\d{3,4}(?![\d-])')
+_SIGN = r'(?:(?<![A-Za-z0-9.,])[-−])'
+_TEMP_RE = re.compile(r'(%s)?(%s)\s*°\s*([CF])(?![A-Za-z])' % (_SIGN, _NUM))
+_RANGE_RE = re.compile(r'(%s)\s*[~〜]\s*(?=[-−]?\d)' % _NUM)
+_CURRENCY_RE = re.compile(r'([¥$€£₩])\s*(%s)(?:\s*([万億兆]))?' % _NUM)
+_CURRENCY = {'¥': '円', '$': 'ドル', '€': 'ユーロ', '£': 'ポンド', '₩': 'ウォン'}
+_PERCENT_RE = re.compile(r'(%s)\s*%%' % _NUM)
+
+#: Units read after a number (longest first in the pattern).
+UNITS = {
+    'km/h': 'キロメートル毎時', 'm/s': 'メートル毎秒', 'km': 'キロメートル',
+    'cm': 'センチメートル', 'mm': 'ミリメートル', 'm': 'メートル', 'kg': 'キログラム',
+    'mg': 'ミリグラム', 'g': 'グラム', 'mL': 'ミリリットル', 'ml': 'ミリリットル',
+    'L': 'リットル', 'kHz': 'キロヘルツ', 'MHz': 'メガヘルツ', 'GHz': 'ギガヘルツ',
+    'Hz': 'ヘルツ', 'kW': 'キロワット', 'W': 'ワット', 'mAh': 'ミリアンペアアワー',
+    'mA': 'ミリアンペア', 'V': 'ボルト', 'A': 'アンペア', 'TB': 'テラバイト',
+    'GB': 'ギガバイト', 'MB': 'メガバイト', 'KB': 'キロバイト', 'kB': 'キロバイト',
+    'ms': 'ミリ秒', 'dB': 'デシベル', 'rpm': 'アールピーエム', 'fps': 'エフピーエス',
+    'm2': '平方メートル', 'm²': '平方メートル', 'km2': '平方キロメートル',
+}
+_UNIT_RE = re.compile(r'(%s)\s*(%s)(?![A-Za-z0-9])' % (
+    _NUM, '|'.join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True))))
+_SIGNED_RE = re.compile(r'%s(%s)' % (_SIGN, _NUM))
+_NUMBER_RE = re.compile(_NUM)
+_JA_SPACE_RE = re.compile(r'(?<=[^\x00-\x7f])[ \u3000]+(?=[^\x00-\x7f])')
+_ENGLISH_RUN_RE = re.compile(r'%s(?:[ ]+%s)*' % (english.WORD_RE.pattern,
+                                                 english.WORD_RE.pattern))
+
+
+def keep(reading: str) -> str:
+    """Wrap a reading so that the segmenter never cuts inside it."""
+    return KEEP_OPEN + reading + KEEP_CLOSE
+
+
+def strip_marks(text: str) -> str:
+    """Remove the no-cut marks of :func:`keep`."""
+    return _MARKS_RE.sub('', text)
+
+
+def compat_normalize(text: str) -> str:
+    """NFKC (compatibility forms: ㍻ -> 平成, ① -> 1, ｶﾅ -> カナ, Ａ -> A, ℃ -> °C).
+
+    Japanese punctuation survives: 、。「」・ are not compatibility characters, and ．～〜
+    are kept as they are (``～`` becomes ``〜``).
+    """
+    text = ''.join(_KEEP_WIDTH.get(ch, ch) for ch in text)
+    text = unicodedata.normalize('NFKC', text)
+    return ''.join(_RESTORE_WIDTH.get(ch, ch) for ch in text)
+
+
+def host_reading(host: str) -> str:
+    """Read a host name label by label with ドット between.
+
+    ``example.com`` -> エグザンプルドットコム.
+
+    ``www.`` is dropped; words go through :func:`english.to_katakana`, digit runs are read
+    digit by digit, short unknown labels are spelled.
+    """
+    labels = [lab for lab in host.lower().split('.') if lab]
+    if len(labels) > 1 and labels[0] == 'www':
+        labels = labels[1:]
+    out = []
+    for label in labels:
+        parts = []
+        for piece in re.findall(r'[a-z]+|\d+', label):
+            if piece.isdigit():
+                parts.append(digits(piece))
+            elif piece in _HOST_WORDS:
+                parts.append(_HOST_WORDS[piece])
+            elif len(piece) <= 3:
+                parts.append(english.spell(piece))
+            else:
+                parts.append(english.to_katakana(piece))
+        out.append(''.join(parts))
+    return 'ドット'.join(out)
+
+
+def _url(m: re.Match) -> str:
+    url = m.group(0)
+    trail = ''
+    while url and url[-1] in '.,!?:;':
+        url, trail = url[:-1], url[-1] + trail
+    host = re.sub(r'^[a-z]+://', '', url, flags=re.I).split('/')[0].split('?')[0]
+    host = host.split('#')[0].split('@')[-1].split(':')[0]
+    return keep(host_reading(host)) + trail
+
+
+def _email(m: re.Match) -> str:
+    local, host = m.group(0).split('@', 1)
+    words = [english.to_katakana(w) if w.isalpha() and len(w) > 3 else
+             (digits(w) if w.isdigit() else english.spell(w))
+             for w in re.findall(r'[A-Za-z]+|\d+', local)]
+    return keep(''.join(words) + 'アット' + host_reading(host))
+
+
+def _date_ymd(m: re.Match) -> str:
+    y, mo, d = int(m.group(1)), int(m.group(3)), int(m.group(4))
+    if not (1 <= mo <= 12 and 1 <= d <= 31):
+        return m.group(0)
+    return keep(f'{cardinal(y)}年{cardinal(mo)}月{cardinal(d)}日')
+
+
+def _date_md(m: re.Match) -> str:
+    mo, d = int(m.group(1)), int(m.group(2))
+    if not (1 <= mo <= 12 and 1 <= d <= 31):
+        return m.group(0)
+    return keep(f'{cardinal(mo)}月{cardinal(d)}日')
+
+
+def time_reading(h: int, mi: int, s: Optional[int] = None, prefix: str = '') -> Optional[str]:
+    """``十時三十分`` style reading of a clock time, or None when out of range."""
+    if h > 24 or mi > 59 or (s is not None and s > 59):
+        return None
+    out = prefix + ('零' if h == 0 else cardinal(h)) + '時'
+    if mi or s:
+        out += cardinal(mi) + '分' if mi else ''
+    if s:
+        out += cardinal(s) + '秒'
+    return out
+
+
+def _time(m: re.Match) -> str:
+    sec = int(m.group(4)) if m.group(4) else None
+    reading = time_reading(int(m.group(2)), int(m.group(3)), sec, m.group(1) or '')
+    return m.group(0) if reading is None else keep(reading)
+
+
+def phone_reading(text: str) -> str:
+    """Digit by digit, group by group with の between (``090-1234-5678``)."""
+    text = re.sub(r'^\+81[- ]?', '', text)
+    groups = [g for g in re.split(r'[-() ]+', text) if g]
+    return 'の'.join(digits(g, PHONE_KANA) for g in groups)
+
+
+def _phone(m: re.Match) -> str:
+    return keep(phone_reading(m.group(0)))
+
+
+def _signed(sign: Optional[str], value: str) -> str:
+    return ('マイナス' if sign else '') + number(value)
+
+
+def _temp(m: re.Match) -> str:
+    head = '華氏' if m.group(3) == 'F' else ''
+    return keep(head + _signed(m.group(1), m.group(2)) + '度')
+
+
+def _currency(m: re.Match) -> str:
+    return keep(number(m.group(2)) + (m.group(3) or '') + _CURRENCY[m.group(1)])
+
+
+def _english_run(m: re.Match) -> str:
+    return ''.join(english.to_katakana(w) for w in m.group(0).split())
+
+
+def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> str:
+    """Rewrite ``text`` into what the voice should read (see the module docstring).
+
+    Args:
+        text: Cleaned text (see :func:`~.text.prepare_text`).
+        latin_words: Optional function that replaces user-dictionary words written in
+            Latin letters with their readings (applied before abbreviations and English).
+
+    Returns:
+        Text with no ASCII digits left where they form numbers, English words in katakana,
+        and no-cut marks around the readings of numbers, dates, times, URLs.
+    """
+    text = compat_normalize(text)
+    text = _URL_RE.sub(_url, text)
+    text = _EMAIL_RE.sub(_email, text)
+    if latin_words is not None:
+        text = latin_words(text)
+    text = _ABBREV_RE.sub(lambda m: ABBREVIATIONS[m.group(1)], text)
+    text = _DATE_YMD_RE.sub(_date_ymd, text)
+    text = _TIME_RE.sub(_time, text)
+    text = _PHONE_RE.sub(_phone, text)
+    text = _DATE_MD_RE.sub(_date_md, text)
+    text = _TEMP_RE.sub(_temp, text)
+    text = _RANGE_RE.sub(lambda m: m.group(1) + 'から', text)
+    text = _CURRENCY_RE.sub(_currency, text)
+    text = _PERCENT_RE.sub(lambda m: keep(number(m.group(1)) + 'パーセント'), text)
+    text = _UNIT_RE.sub(lambda m: keep(number(m.group(1)) + UNITS[m.group(2)]), text)
+    text = _SIGNED_RE.sub(lambda m: keep('マイナス' + number(m.group(1))), text)
+    text = _NUMBER_RE.sub(lambda m: keep(number(m.group(0))), text)
+    text = _ENGLISH_RUN_RE.sub(_english_run, text)
+    # Spaces between Japanese characters are not read (hayakoe deletes them; Open JTalk
+    # would pause): drop them, keep those next to ASCII.
+    return _JA_SPACE_RE.sub('', text)

@@ -1,0 +1,118 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""From a client's text to synthesis segments, and the reading they give (no ROS imports).
+
+:func:`prepare` is what :meth:`~.scheduler.SpeechScheduler.submit` runs per utterance:
+SSML (when the text starts with ``<speak>``) or plain-text checks, then the front end
+(:func:`.frontend.normalize`, with the user dictionary's Latin words), then segmenting.
+:func:`reading` runs the same steps and Open JTalk's g2p: the katakana the node speaks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Union
+
+from . import frontend, ssml, userdict
+from .text import SPEAKABLE_RE, Boundary, InputError, prepare_text, segment, strip_control
+
+_SENTENCE_END = tuple('。．.！!？?')
+
+
+def _latin_words():
+    active = userdict.active()
+    return active.replace_latin if active is not None else None
+
+
+def prepare(text: str, max_chars: int, max_segment_chars: int) -> tuple:
+    """Check, normalise and segment one utterance.
+
+    Args:
+        text: Raw text or SSML from a client.
+        max_chars: Longest accepted text (characters, after compatibility normalisation;
+            for SSML the whole markup).
+        max_segment_chars: Longest segment (characters of front-end output).
+
+    Returns:
+        ``(cleaned, segments)``: the cleaned text (SSML: its spoken text) and at least one
+        :class:`~.text.Segment`; the last has boundary ``END``. Segments before an SSML
+        break have boundary ``BREAK`` and ``pause_s``; SSML prosody sets ``rate``.
+
+    Raises:
+        InputError: ``empty``, ``too_long``, ``nothing_speakable`` or ``bad_ssml``.
+    """
+    latin = _latin_words()
+    if ssml.is_ssml(text):
+        markup = strip_control(text).strip()
+        if len(markup) > max_chars:
+            raise InputError('too_long', f'text has {len(markup)} characters; the limit is '
+                             f'max_chars={max_chars}')
+        pieces = ssml.parse(markup)
+    else:
+        pieces = [ssml.Piece(prepare_text(frontend.compat_normalize(text), max_chars))]
+    segments: list = []
+    for piece in pieces:
+        body = strip_control(piece.text).strip()
+        if not SPEAKABLE_RE.search(frontend.strip_marks(frontend.compat_normalize(body))):
+            if piece.pause_after is not None and segments:
+                last = segments[-1]
+                segments[-1] = dataclasses.replace(
+                    last, boundary=Boundary.BREAK,
+                    pause_s=(last.pause_s or 0.0) + piece.pause_after)
+            continue
+        segs = segment(frontend.normalize(body, latin), max_segment_chars)
+        if not segs:
+            continue
+        tail = segs[-1]
+        if piece.pause_after is not None:
+            tail = dataclasses.replace(tail, boundary=Boundary.BREAK,
+                                       pause_s=piece.pause_after)
+        else:
+            end = Boundary.SENTENCE if tail.text.endswith(_SENTENCE_END) else Boundary.CLAUSE
+            tail = dataclasses.replace(tail, boundary=end)
+        segs[-1] = tail
+        segments.extend(dataclasses.replace(s, rate=piece.rate) if piece.rate != 1.0 else s
+                        for s in segs)
+    if not segments:
+        raise InputError('nothing_speakable', f'nothing speakable in {text[:40]!r}')
+    segments[-1] = dataclasses.replace(segments[-1], boundary=Boundary.END)
+    cleaned = ''.join(p.text for p in pieces).strip()
+    return cleaned, segments
+
+
+def reading(text: str, user_dictionary: Union[str, 'userdict.UserDictionary', None] = None,
+            max_segment_chars: int = 60) -> str:
+    """The katakana reading the node speaks for ``text``, on one line.
+
+    Front end, user dictionary and segmenting as in :func:`prepare`, then Open JTalk's
+    g2p (``pyopenjtalk.g2p(kana=True)``) per segment, joined. Pauses appear as 、。？ etc.
+
+    Args:
+        text: Plain text or SSML.
+        user_dictionary: A dictionary file path or :class:`~.userdict.UserDictionary` to
+            apply first (process-wide, like the node's ``user_dictionary``); None keeps
+            whatever is in force.
+        max_segment_chars: As the node's parameter (cuts do not change readings).
+
+    Raises:
+        InputError: as :func:`prepare`. UserDictionaryError: a bad dictionary file.
+    """
+    import pyopenjtalk
+
+    if user_dictionary is not None:
+        if not isinstance(user_dictionary, userdict.UserDictionary):
+            user_dictionary = userdict.UserDictionary.load(str(user_dictionary))
+        userdict.apply(user_dictionary)
+    _, segments = prepare(text, 10 ** 6, max_segment_chars)
+    return ''.join(pyopenjtalk.g2p(s.text, kana=True) for s in segments).replace('\u3000', '')
+
+
+def describe(segments: list) -> str:
+    """One line per segment (text, boundary, pause, rate): for logs and ``say``."""
+    return '\n'.join(f'{s.text!r} [{s.boundary.value}'
+                     + (f', pause {s.pause_s:.3f} s' if s.pause_s is not None else '')
+                     + (f', rate {s.rate:g}' if s.rate != 1.0 else '') + ']'
+                     for s in segments)
+
+
+__all__ = ['describe', 'prepare', 'reading']

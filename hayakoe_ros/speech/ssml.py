@@ -1,0 +1,176 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""SSML subset, used when a text starts with ``<speak>`` (no ROS imports).
+
+Supported: ``<speak>`` (root), ``<break time="500ms"/>`` / ``time="1.5s"`` /
+``strength="..."``, ``<sub alias="...">``, ``<say-as interpret-as="characters|spell-out|
+digits|telephone|date|time|cardinal|number">``, ``<prosody rate="slow|fast|80%|1.2">``,
+``<p>`` and ``<s>`` (each ends a sentence). Parsed with ``defusedxml`` (the standard
+library's parser, with entity expansion and external references refused). Anything else is
+an :class:`~.text.InputError` ``bad_ssml`` that names the problem; tags are never spoken.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Optional
+from xml.etree.ElementTree import ParseError
+
+import defusedxml.ElementTree as SafeET
+from defusedxml import DefusedXmlException
+
+from . import english
+from .frontend import compat_normalize, keep, phone_reading, time_reading
+from .numbers import cardinal, digits
+from .text import InputError
+
+#: Longest accepted ``<break>`` (s): a longer pause is almost surely a typo (``1000s``).
+MAX_BREAK_S = 10.0
+#: ``<break strength>`` -> seconds (typical read-speech values).
+BREAK_STRENGTH = {'none': 0.0, 'x-weak': 0.1, 'weak': 0.2, 'medium': 0.4, 'strong': 0.7,
+                  'x-strong': 1.0}
+#: ``<prosody rate>`` words -> speaking-rate multiplier.
+RATE_WORDS = {'x-slow': 0.5, 'slow': 0.75, 'medium': 1.0, 'default': 1.0, 'fast': 1.25,
+              'x-fast': 1.5}
+#: Accepted speaking-rate multipliers (the node's goal ``rate`` range).
+RATE_RANGE = (0.25, 4.0)
+_TIME_RE = re.compile(r'^\s*(\d+(?:\.\d+)?)\s*(ms|s)\s*$')
+
+
+@dataclasses.dataclass
+class Piece:
+    """A run of text spoken at one rate, and the explicit pause (s) after it, if any."""
+
+    text: str
+    rate: float = 1.0
+    pause_after: Optional[float] = None
+
+
+def is_ssml(text: str) -> bool:
+    """True when ``text`` (after leading whitespace) starts with a ``<speak`` tag."""
+    return re.match(r'\s*<speak[\s>/]', text) is not None
+
+
+def _bad(problem: str) -> InputError:
+    return InputError('bad_ssml', f'malformed SSML: {problem}')
+
+
+def _break_s(el) -> float:
+    time = el.get('time')
+    if time is not None:
+        m = _TIME_RE.match(time)
+        if not m:
+            raise _bad(f'<break time="{time}">: expected a duration such as "500ms" or "1s"')
+        value = float(m.group(1)) / (1000.0 if m.group(2) == 'ms' else 1.0)
+        if value > MAX_BREAK_S:
+            raise _bad(f'<break time="{time}"> is longer than {MAX_BREAK_S:g} s')
+        return value
+    strength = el.get('strength', 'medium')
+    if strength not in BREAK_STRENGTH:
+        raise _bad(f'<break strength="{strength}">: use one of {", ".join(BREAK_STRENGTH)}')
+    return BREAK_STRENGTH[strength]
+
+
+def _rate(value: Optional[str]) -> float:
+    if value is None:
+        raise _bad('<prosody> needs a rate attribute (the only one supported)')
+    value = value.strip()
+    try:
+        rate = RATE_WORDS[value] if value in RATE_WORDS else (
+            float(value[:-1]) / 100.0 if value.endswith('%') else float(value))
+    except ValueError:
+        raise _bad(f'<prosody rate="{value}">: use x-slow..x-fast, a percentage or a '
+                   'multiplier') from None
+    if not RATE_RANGE[0] <= rate <= RATE_RANGE[1]:
+        raise _bad(f'<prosody rate="{value}"> is outside {RATE_RANGE[0]}..{RATE_RANGE[1]}')
+    return rate
+
+
+def say_as(kind: str, text: str) -> str:
+    """The reading of ``<say-as interpret-as=kind>text</say-as>`` (kanji/katakana).
+
+    Raises:
+        InputError: ``bad_ssml`` for an unknown kind or text that is not of that kind.
+    """
+    raw = compat_normalize(text).strip()
+    if kind in ('characters', 'spell-out'):
+        return keep(''.join(english.spell(c) if c.isascii() and c.isalpha() else
+                            digits(c) if c.isdigit() else c for c in raw))
+    nums = re.findall(r'\d+', raw)
+    if kind == 'digits':
+        return keep(digits(''.join(nums)))
+    if kind == 'telephone':
+        return keep(phone_reading(raw))
+    if kind in ('cardinal', 'number') and re.fullmatch(r'-?[\d,]+', raw):
+        return keep(('マイナス' if raw.startswith('-') else '') +
+                    cardinal(int(raw.lstrip('-').replace(',', ''))))
+    if kind == 'date' and len(nums) in (2, 3):
+        parts = [cardinal(int(n)) for n in nums]
+        units = ['年', '月', '日'][-len(nums):] if len(nums[0]) < 4 else ['年', '月', '日']
+        return keep(''.join(p + u for p, u in zip(parts, units)))
+    if kind == 'time' and len(nums) in (2, 3):
+        reading = time_reading(*[int(n) for n in nums])
+        if reading:
+            return keep(reading)
+    if kind not in ('characters', 'spell-out', 'digits', 'telephone', 'cardinal', 'number',
+                    'date', 'time'):
+        raise _bad(f'<say-as interpret-as="{kind}"> is not supported (characters, digits, '
+                   'telephone, date, time, cardinal)')
+    raise _bad(f'<say-as interpret-as="{kind}">: cannot read {text!r} as a {kind}')
+
+
+def parse(text: str) -> list:
+    """Parse an SSML document into :class:`Piece` objects, in order.
+
+    Raises:
+        InputError: ``bad_ssml`` naming the problem (syntax error with line and column,
+            unsupported element or attribute value, entity declarations).
+    """
+    try:
+        root = SafeET.fromstring(text.strip())
+    except ParseError as exc:
+        raise _bad(str(exc)) from None
+    except DefusedXmlException as exc:
+        raise _bad(f'{type(exc).__name__}: entity and DTD declarations are refused') \
+            from None
+    if root.tag != 'speak':
+        raise _bad(f'the root element must be <speak>, not <{root.tag}>')
+    pieces = [Piece('')]
+
+    def add(txt: Optional[str], rate: float) -> None:
+        if not txt:
+            return
+        if pieces[-1].rate != rate or pieces[-1].pause_after is not None:
+            pieces.append(Piece('', rate))
+        pieces[-1].text += txt
+
+    def walk(el, rate: float) -> None:
+        add(el.text, rate)
+        for child in el:
+            tag = child.tag
+            if tag == 'break':
+                pause = _break_s(child)
+                if pieces[-1].text.strip():
+                    pieces[-1].pause_after = (pieces[-1].pause_after or 0.0) + pause
+            elif tag == 'sub':
+                if child.get('alias') is None:
+                    raise _bad('<sub> needs an alias attribute')
+                add(child.get('alias'), rate)
+            elif tag == 'say-as':
+                kind = child.get('interpret-as')
+                if kind is None:
+                    raise _bad('<say-as> needs an interpret-as attribute')
+                add(say_as(kind, ''.join(child.itertext())), rate)
+            elif tag == 'prosody':
+                walk(child, rate * _rate(child.get('rate')))
+            elif tag in ('p', 's'):
+                walk(child, rate)
+                add('。', rate)
+            else:
+                raise _bad(f'<{tag}> is not supported (speak, break, sub, say-as, prosody, '
+                           'p, s)')
+            add(child.tail, rate)
+
+    walk(root, 1.0)
+    return [p for p in pieces if p.text.strip() or p.pause_after]

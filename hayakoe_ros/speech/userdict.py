@@ -1,0 +1,188 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""User dictionary: surface form -> katakana reading, for both voices (no ROS imports).
+
+File format (UTF-8, one entry a line, fields separated by a TAB or a comma)::
+
+    # comment; blank lines are ignored
+    本日	ホンジツ
+    hayakoe	ハヤコエ	0
+    天王洲アイル	テンノウズアイル	5
+
+``surface`` (no spaces, tabs or commas), ``reading`` (katakana ァ-ヴ and ー only) and an
+optional accent type (the mora after which the pitch falls; 0 = flat; at most the
+reading's mora count). Japanese entries go into Open JTalk's MeCab dictionary
+(``pyopenjtalk.mecab_dict_index`` + ``update_global_jtalk_with_user_dict``, as a proper
+noun), which both voices read through. Entries written in Latin letters are also replaced
+by their reading in the text itself (:meth:`UserDictionary.replace_latin`), because
+hayakoe's normaliser turns English words into katakana before Open JTalk could see them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import re
+import sys
+import tempfile
+import threading
+from typing import Optional
+
+_READING_RE = re.compile('^[ァ-ヴー]+$')
+_SMALL = set('ァィゥェォャュョヮ')
+_LATIN_RE = re.compile('[A-Za-z]')
+#: MeCab left/right context id and cost of a proper noun (名詞,固有名詞,一般) in Open
+#: JTalk's naist-jdic; the cost is the one VOICEVOX (and hayakoe) give priority 8 words.
+_CONTEXT_ID = 1348
+_COST = -988
+# A dictionary with only this never-typed surface stands for "no user dictionary":
+# pyopenjtalk cannot unload one, and compiling an empty one crashes.
+_SENTINEL = '\ue0ff'
+
+_LOCK = threading.Lock()
+_active: Optional['UserDictionary'] = None
+
+
+class UserDictionaryError(ValueError):
+    """The dictionary file cannot be used; the message names the file and the line."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """One dictionary entry: ``surface`` read as ``reading`` (katakana), ``accent`` type."""
+
+    surface: str
+    reading: str
+    accent: int
+    line: int
+
+
+def morae(reading: str) -> int:
+    """Mora count of a katakana reading (small ャュョ... join the mora before)."""
+    return sum(1 for ch in reading if ch not in _SMALL)
+
+
+def _zenkaku(text: str) -> str:
+    # Open JTalk turns half-width ASCII into full width before its dictionary lookup.
+    return ''.join(chr(ord(c) + 0xFEE0) if '!' <= c <= '~' else c for c in text)
+
+
+class UserDictionary:
+    """A parsed user dictionary (see the module docstring for the file format).
+
+    Args:
+        entries: :class:`Entry` list; ``path``: where it came from (for messages).
+    """
+
+    def __init__(self, entries: list, path: str = '') -> None:
+        self.entries = list(entries)
+        self.path = path
+        latin = sorted((e for e in self.entries if _LATIN_RE.search(e.surface)),
+                       key=lambda e: len(e.surface), reverse=True)
+        self._latin = {e.surface: e.reading for e in latin}
+        self._latin_re = re.compile('(?<![A-Za-z])(%s)(?![A-Za-z])' % '|'.join(
+            re.escape(e.surface) for e in latin)) if latin else None
+
+    @classmethod
+    def load(cls, path: str) -> 'UserDictionary':
+        """Read and check a dictionary file.
+
+        Raises:
+            UserDictionaryError: unreadable file, or a bad line (message:
+                ``<path>:<line>: <problem>``).
+        """
+        try:
+            with open(path, encoding='utf-8') as f:
+                lines = f.read().splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UserDictionaryError(f'user dictionary {path}: cannot read it: {exc}') \
+                from exc
+        entries = []
+        for number, raw in enumerate(lines, 1):
+            line = raw.strip()
+            if not line or line.startswith('#'):
+                continue
+            fields = [f.strip() for f in re.split('[\t,]', line)]
+            where = f'user dictionary {path}:{number}'
+            if len(fields) not in (2, 3):
+                raise UserDictionaryError(
+                    f'{where}: expected "surface<TAB>reading[<TAB>accent]", got '
+                    f'{len(fields)} field(s): {raw!r}')
+            surface, reading = fields[0], fields[1]
+            if not surface or re.search(r'\s', surface):
+                raise UserDictionaryError(f'{where}: empty surface or one with spaces')
+            if not _READING_RE.match(reading):
+                raise UserDictionaryError(
+                    f'{where}: reading {reading!r} must be katakana (ァ-ヴ, ー) only')
+            accent = 0
+            if len(fields) == 3:
+                if not fields[2].isdigit() or int(fields[2]) > morae(reading):
+                    raise UserDictionaryError(
+                        f'{where}: accent type {fields[2]!r} must be an integer from 0 to '
+                        f'{morae(reading)} (the mora count of {reading})')
+                accent = int(fields[2])
+            entries.append(Entry(surface, reading, accent, number))
+        return cls(entries, path)
+
+    def replace_latin(self, text: str) -> str:
+        """Replace entries written in Latin letters by their readings (whole words only)."""
+        if self._latin_re is None:
+            return text
+        return self._latin_re.sub(lambda m: self._latin[m.group(1)], text)
+
+    def mecab_csv(self) -> str:
+        """The entries as MeCab (naist-jdic) CSV lines for ``mecab_dict_index``."""
+        rows = []
+        for e in self.entries or [Entry(_SENTINEL, 'ン', 0, 0)]:
+            rows.append(f'{_zenkaku(e.surface)},{_CONTEXT_ID},{_CONTEXT_ID},{_COST},名詞,'
+                        f'固有名詞,一般,*,*,*,{_zenkaku(e.surface)},{e.reading},'
+                        f'{e.reading},{e.accent}/{morae(e.reading)},*\n')
+        return ''.join(rows)
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr():
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def apply(dictionary: Optional[UserDictionary]) -> None:
+    """Make ``dictionary`` the one Open JTalk (both voices) and the front end use.
+
+    None removes the user dictionary. Process-wide (pyopenjtalk's dictionary is global).
+
+    Raises:
+        UserDictionaryError: MeCab could not compile it.
+    """
+    global _active
+    import pyopenjtalk
+
+    from . import english
+
+    with _LOCK:
+        with tempfile.TemporaryDirectory(prefix='hayakoe-ros-userdict-') as tmp:
+            csv_path = os.path.join(tmp, 'user.csv')
+            dic_path = os.path.join(tmp, 'user.dic')
+            with open(csv_path, 'w', encoding='utf-8') as f:
+                f.write((dictionary or UserDictionary([])).mecab_csv())
+            try:
+                with _stdout_to_stderr():  # MeCab prints progress bars on fd 1
+                    pyopenjtalk.mecab_dict_index(csv_path, dic_path)
+                pyopenjtalk.update_global_jtalk_with_user_dict(dic_path)
+            except (RuntimeError, OSError) as exc:
+                path = dictionary.path if dictionary else ''
+                raise UserDictionaryError(f'user dictionary {path}: {exc}') from exc
+        _active = dictionary
+        english.clear_cache()
+
+
+def active() -> Optional[UserDictionary]:
+    """The dictionary set by :func:`apply`, or None."""
+    return _active
