@@ -3,9 +3,10 @@
 """The ROS side of ``say``: send one ``say`` goal, record the audio, write a WAV file.
 
 :mod:`hayakoe_ros.say` parses the command line and imports this module only when a node is
-to be asked (``--print-reading`` needs no ROS). Prints the audio duration, the time to first audio (goal sent to
-first feedback chunk) and the real-time factor (the node's synthesis compute time over
-audio duration, read from /diagnostics; wall time over audio duration if unavailable).
+to be asked (``--print-reading`` needs no ROS). Prints the audio duration, the time to
+first audio (goal sent to first feedback chunk) and the real-time factor (the node's
+synthesis compute time over audio duration, read from /diagnostics; wall time over audio
+duration if unavailable).
 """
 
 from __future__ import annotations

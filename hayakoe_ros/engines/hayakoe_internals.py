@@ -62,6 +62,10 @@ def check_compatible() -> None:
     need(tts_mod, '_TOKENIZER_PREFIX', 'hayakoe.api.tts')
     need(symbols, 'SYMBOLS', 'hayakoe.nlp.symbols')
     need(symbols, 'PUNCTUATIONS', 'hayakoe.nlp.symbols')
+    from hayakoe.nlp.japanese import g2p as g2p_mod
+    from hayakoe.nlp.japanese import normalizer
+    need(normalizer, 'normalize_text', 'hayakoe.nlp.japanese.normalizer')
+    need(g2p_mod, 'g2p', 'hayakoe.nlp.japanese.g2p')
     if hasattr(speaker_mod, '_SynthesisParams'):
         fields = set(speaker_mod._SynthesisParams.__dataclass_fields__)
         expected = {'lang', 'style', 'speaker_id', 'speed', 'sdp_ratio', 'noise', 'noise_w',
@@ -344,3 +348,20 @@ def unload_globals() -> None:
     bert_models.unload_tokenizer()
     if bert_models.is_model_loaded():
         bert_models.unload_model()
+
+
+def front_end(text: str) -> tuple:
+    """hayakoe's own text front end on ``text``, as ``Speaker`` runs it before the model.
+
+    Returns:
+        ``(normalized, phones)``: hayakoe's ``normalize_text`` output (str) and the
+        phonemes its ``g2p`` gives for it (list of str, punctuation marks included, the
+        ``_`` padding removed). Used to check that the node's front end output reads the
+        same after hayakoe's normaliser as on the Open JTalk voice.
+    """
+    from hayakoe.nlp.japanese.g2p import g2p
+    from hayakoe.nlp.japanese.normalizer import normalize_text
+
+    normalized = normalize_text(text)
+    phones, _, _ = g2p(normalized)
+    return normalized, [p for p in phones if p != '_']

@@ -74,8 +74,8 @@ def to_katakana(word: str) -> str:
     """Katakana reading of one English word (letters and an optional apostrophe).
 
     A few frequent function words (:data:`COMMON`), Open JTalk's dictionary, then acronym
-    spelling for short all-capital words, then ``e2k``'s character model. Results are cached (8192 words). The dictionary lookup
-    uses the user dictionary in force when first asked.
+    spelling for short all-capital words, then ``e2k``'s character model. Results are
+    cached (8192 words); the dictionary lookup uses the user dictionary in force then.
     """
     if word.lower() in COMMON and not word.isupper():
         return COMMON[word.lower()]

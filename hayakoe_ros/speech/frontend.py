@@ -213,6 +213,13 @@ def _currency(m: re.Match) -> str:
     return keep(number(m.group(2)) + (m.group(3) or '') + _CURRENCY[m.group(1)])
 
 
+def _number(m: re.Match) -> str:
+    reading = number(m.group(0))
+    if reading.startswith('千') and m.string[m.end():m.end() + 1] in ('万', '億', '兆'):
+        reading = '一' + reading  # 1000万: イッセンマン
+    return keep(reading)
+
+
 def _english_run(m: re.Match) -> str:
     return ''.join(english.to_katakana(w) for w in m.group(0).split())
 
@@ -245,7 +252,7 @@ def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> 
     text = _PERCENT_RE.sub(lambda m: keep(number(m.group(1)) + 'パーセント'), text)
     text = _UNIT_RE.sub(lambda m: keep(number(m.group(1)) + UNITS[m.group(2)]), text)
     text = _SIGNED_RE.sub(lambda m: keep('マイナス' + number(m.group(1))), text)
-    text = _NUMBER_RE.sub(lambda m: keep(number(m.group(0))), text)
+    text = _NUMBER_RE.sub(_number, text)
     text = _ENGLISH_RUN_RE.sub(_english_run, text)
     # Spaces between Japanese characters are not read (hayakoe deletes them; Open JTalk
     # would pause): drop them, keep those next to ASCII.

@@ -70,7 +70,7 @@ def number(text: str) -> str:
     """Read a decimal number written with ASCII digits.
 
     ``text`` may have thousands separators (``1,234``) and a decimal part (``3.14`` ->
-    三点イチヨン). Integers with a leading zero (``007``) or too long for a cardinal are
+    三点イチヨン, ``0.5`` -> 零点ゴ). Integers with a leading zero (``007``) or too long for a cardinal are
     read digit by digit. Returns kanji numerals and katakana only.
     """
     whole, _, frac = text.replace(',', '').partition('.')
@@ -79,6 +79,8 @@ def number(text: str) -> str:
     if (len(whole) > 1 and whole.startswith('0') and not frac) or \
             len(whole) > MAX_CARDINAL_DIGITS:
         head = digits(whole)
+    elif frac and int(whole) == 0:
+        head = '零'  # 0.5: レーテンゴ, as in news reading
     else:
         head = cardinal(int(whole))
     return head + ('点' + digits(frac) if frac else '')

@@ -22,7 +22,7 @@ from defusedxml import DefusedXmlException
 
 from . import english
 from .frontend import compat_normalize, keep, phone_reading, time_reading
-from .numbers import cardinal, digits
+from .numbers import PHONE_KANA, cardinal, digits
 from .text import InputError
 
 #: Longest accepted ``<break>`` (s): a longer pause is almost surely a typo (``1000s``).
@@ -99,7 +99,7 @@ def say_as(kind: str, text: str) -> str:
                             digits(c) if c.isdigit() else c for c in raw))
     nums = re.findall(r'\d+', raw)
     if kind == 'digits':
-        return keep(digits(''.join(nums)))
+        return keep(digits(''.join(nums), PHONE_KANA))
     if kind == 'telephone':
         return keep(phone_reading(raw))
     if kind in ('cardinal', 'number') and re.fullmatch(r'-?[\d,]+', raw):
