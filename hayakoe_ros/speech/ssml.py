@@ -35,6 +35,8 @@ RATE_WORDS = {'x-slow': 0.5, 'slow': 0.75, 'medium': 1.0, 'default': 1.0, 'fast'
               'x-fast': 1.5}
 #: Accepted speaking-rate multipliers (the node's goal ``rate`` range).
 RATE_RANGE = (0.25, 4.0)
+_SSML_START_RE = re.compile(r'\s*(?:<\?xml[^>]*\?>\s*)?(?:<!DOCTYPE[^\[>]*(?:\[.*?\])?\s*>\s*)?'
+                            r'<speak[\s>/]', re.S)
 _TIME_RE = re.compile(r'^\s*(\d+(?:\.\d+)?)\s*(ms|s)\s*$')
 
 
@@ -48,8 +50,9 @@ class Piece:
 
 
 def is_ssml(text: str) -> bool:
-    """True when ``text`` (after leading whitespace) starts with a ``<speak`` tag."""
-    return re.match(r'\s*<speak[\s>/]', text) is not None
+    """True when ``text`` starts with a ``<speak`` tag (after whitespace, and an optional
+    XML declaration and DOCTYPE, which the parser then refuses if they declare entities)."""
+    return _SSML_START_RE.match(text) is not None
 
 
 def _bad(problem: str) -> InputError:

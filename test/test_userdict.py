@@ -1,0 +1,74 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""User dictionary: both voices read the entries; bad files name the line (issue 11)."""
+
+import re
+
+import pytest
+
+from hayakoe_ros.speech import UserDictionary, UserDictionaryError, reading
+from hayakoe_ros.speech import userdict
+from hayakoe_ros.speech.pipeline import prepare
+
+GOOD = ('# robot names\n'
+        '本日\tキョウ\n'
+        '\n'
+        'hayakoe\tハヤコエ\t0\n'
+        '天王洲,テンノーズ,3\n')
+
+
+@pytest.fixture
+def dictionary(tmp_path):
+    path = tmp_path / 'user.tsv'
+    path.write_text(GOOD, encoding='utf-8')
+    yield path
+    userdict.apply(None)
+
+
+def test_a_good_file_changes_the_reading(dictionary):
+    assert reading('本日はhayakoeを使う').startswith('ホンジツワ')
+    got = reading('本日はhayakoeを使う', user_dictionary=str(dictionary))
+    assert got.startswith('キョウワハヤコエヲ'), got
+    userdict.apply(None)
+    assert reading('本日').startswith('ホンジツ')
+
+
+def test_the_hayakoe_voice_reads_the_dictionary_too(dictionary, tiny_engine):
+    """hayakoe's own g2p (through pyopenjtalk) gives the dictionary's phonemes."""
+    from hayakoe_ros.engines import hayakoe_internals
+
+    userdict.apply(UserDictionary.load(str(dictionary)))
+    for seg in prepare('本日はhayakoeです', 2000, 60)[1]:
+        _, phones = hayakoe_internals.front_end(seg.text)
+        assert re.match('kyo[ou]wahayakoe', ''.join(phones)), phones
+    userdict.apply(None)
+    _, phones = hayakoe_internals.front_end('本日')
+    assert ''.join(phones).startswith('hoNjitsu'), phones
+
+
+@pytest.mark.parametrize('line, problem', [
+    ('本日', 'expected "surface<TAB>reading'),
+    ('本日\tほんじつ', 'must be katakana'),
+    ('本日\tホンジツ\t9', 'accent type'),
+    ('本日\tホンジツ\tx', 'accent type'),
+    ('本 日\tホンジツ', 'spaces'),
+    ('a\tb\tc\td', '4 field(s)'),
+])
+def test_a_bad_line_is_named(tmp_path, line, problem):
+    path = tmp_path / 'bad.tsv'
+    path.write_text('# ok\n今日\tキョウ\n' + line + '\n', encoding='utf-8')
+    with pytest.raises(UserDictionaryError) as err:
+        UserDictionary.load(str(path))
+    assert f'{path}:3:' in str(err.value) and problem in str(err.value)
+
+
+def test_a_missing_file_is_named(tmp_path):
+    with pytest.raises(UserDictionaryError, match='cannot read'):
+        UserDictionary.load(str(tmp_path / 'none.tsv'))
+
+
+def test_print_reading_applies_a_dictionary(dictionary):
+    from hayakoe_ros import say
+
+    assert say.main(['--print-reading', '--user-dictionary', str(dictionary),
+                     '天王洲で本日']) == 0
