@@ -28,8 +28,11 @@ _VOWEL = {ch: v for v, chars in _ROWS.items() for ch in chars}
 
 
 def canon(kana: str) -> str:
-    """Katakana compared loosely: long vowels spelled out (ー, エイ/エー, オウ/オー), ヂ/ジ,
-    ヅ/ズ, ヲ/オ, and anything that is not katakana (pauses, punctuation) dropped."""
+    """Katakana compared loosely.
+
+    Long vowels spelled out (ー, エイ/エー, オウ/オー), ヂ/ジ, ヅ/ズ, ヲ/オ, and anything that is
+    not katakana (pauses, punctuation) dropped.
+    """
     out = []
     for ch in kana:
         if not ('ァ' <= ch <= 'ヴ' or ch == 'ー'):
@@ -231,7 +234,8 @@ def test_print_reading_cli_needs_no_node():
                          env=env, timeout=120, cwd=REPO)
     assert out.returncode == 0, out.stderr
     assert out.stdout.count('\n') == 1
-    assert canon(out.stdout) == canon('ジュージサンジュップンニシューゴー、キオンワマイナスゴドデス')
+    expected = 'ジュージサンジュップンニシューゴー、キオンワマイナスゴドデス'
+    assert canon(out.stdout) == canon(expected)
     assert time.monotonic() - t0 < 120
     probe = subprocess.run([sys.executable, '-c', 'import sys, hayakoe_ros.say as s; '
                             's.main(["--print-reading", "はい"]); '

@@ -34,7 +34,7 @@ def test_a_good_file_changes_the_reading(dictionary):
 
 
 def test_the_hayakoe_voice_reads_the_dictionary_too(dictionary, tiny_engine):
-    """hayakoe's own g2p (through pyopenjtalk) gives the dictionary's phonemes."""
+    """Hayakoe's own g2p (through pyopenjtalk) gives the dictionary's phonemes."""
     from hayakoe_ros.engines import hayakoe_internals
 
     userdict.apply(UserDictionary.load(str(dictionary)))

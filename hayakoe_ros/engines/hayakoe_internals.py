@@ -351,7 +351,7 @@ def unload_globals() -> None:
 
 
 def front_end(text: str) -> tuple:
-    """hayakoe's own text front end on ``text``, as ``Speaker`` runs it before the model.
+    """Hayakoe's own text front end on ``text``, as ``Speaker`` runs it before the model.
 
     Returns:
         ``(normalized, phones)``: hayakoe's ``normalize_text`` output (str) and the

@@ -70,8 +70,8 @@ def number(text: str) -> str:
     """Read a decimal number written with ASCII digits.
 
     ``text`` may have thousands separators (``1,234``) and a decimal part (``3.14`` ->
-    三点イチヨン, ``0.5`` -> 零点ゴ). Integers with a leading zero (``007``) or too long for a cardinal are
-    read digit by digit. Returns kanji numerals and katakana only.
+    三点イチヨン, ``0.5`` -> 零点ゴ). Integers with a leading zero (``007``) or too long
+    for a cardinal are read digit by digit. Returns kanji numerals and katakana only.
     """
     whole, _, frac = text.replace(',', '').partition('.')
     if not whole:

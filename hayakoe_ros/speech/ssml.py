@@ -50,8 +50,11 @@ class Piece:
 
 
 def is_ssml(text: str) -> bool:
-    """True when ``text`` starts with a ``<speak`` tag (after whitespace, and an optional
-    XML declaration and DOCTYPE, which the parser then refuses if they declare entities)."""
+    """True when ``text`` starts with a ``<speak`` tag.
+
+    Whitespace, an XML declaration and a DOCTYPE may come first (the parser then refuses
+    any entity the DOCTYPE declares).
+    """
     return _SSML_START_RE.match(text) is not None
 
 
