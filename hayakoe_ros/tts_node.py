@@ -47,6 +47,7 @@ from .node.parameters import (PARAMETERS, SCHEDULER_PARAMETERS, VOICE_PARAMETERS
                               declare_all, parameter_table, scheduler_config, voice_params)
 from .node.say_action import SERVICE_DEPTH, SayActionServer
 from .speech import userdict  # issue 11: user_dictionary parameter
+from .speech.pipeline import warmup as warmup_front_end  # issue 11
 from .speech import (CancelReason, InputError, Outcome, QueueFullError,
                      SchedulerClosedError, SpeechScheduler, Utterance)
 
@@ -145,6 +146,7 @@ class TTSNode(LifecycleNode):
             # configure with an error naming it). Process-wide, like Open JTalk's own.
             path = self._p('user_dictionary')
             userdict.apply(userdict.UserDictionary.load(path) if path else None)
+            warmup_front_end()
             engine = self._loader.load(
                 {name: self._p(name) for name in PARAMETERS}, self._voice)
             if engine is None:

@@ -31,11 +31,15 @@ def test_long_comma_only_sentence_is_cut_at_clauses_within_bound():
     assert all(s.text.endswith('、') and s.boundary == 'clause' for s in segs[:-1])
 
 
-def test_unpunctuated_run_is_cut_by_length():
-    text = 'あ' * 95 + '。'
-    segs = segment(text, 40)
-    assert [len(s.text) for s in segs] == [40, 40, 16]
-    assert [s.boundary for s in segs] == ['split', 'split', 'end']
+def test_unpunctuated_run_is_cut_at_word_boundaries_within_bound():
+    text = '東京特許許可局長今日急遽休暇許可拒否本日晴天東京特許許可局長今日急遽休暇許可拒否。'
+    segs = segment(text, 20)
+    assert ''.join(s.text for s in segs) == text
+    assert all(len(s.text) <= 20 for s in segs)
+    assert [s.boundary for s in segs] == ['word'] * (len(segs) - 1) + ['end']
+    # Cuts fall between words, never inside one.
+    for a, b in zip(segs, segs[1:]):
+        assert (a.text[-1] + b.text[0]) not in ('本日', '東京', '特許', '許可', '急遽', '休暇')
 
 
 def test_short_sentences_are_not_cut():

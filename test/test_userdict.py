@@ -72,3 +72,27 @@ def test_print_reading_applies_a_dictionary(dictionary):
 
     assert say.main(['--print-reading', '--user-dictionary', str(dictionary),
                      '天王洲で本日']) == 0
+
+
+@pytest.mark.ros
+def test_the_node_reads_the_dictionary_at_configure(ros_client, capfd, tmp_path, dictionary):
+    """A bad file fails configure with the line named; a good one is applied."""
+    from rclpy.lifecycle import TransitionCallbackReturn
+    from test_node_lifecycle import _in_process_node
+
+    bad = tmp_path / 'bad.tsv'
+    bad.write_text('今日\tキョウ\n本日\tほんじつ\n', encoding='utf-8')
+    node = _in_process_node(dict(engine='openjtalk', autostart=False,
+                                 user_dictionary=str(bad)))
+    try:
+        assert node.trigger_configure() == TransitionCallbackReturn.FAILURE
+        assert f'{bad}:2: reading' in capfd.readouterr().err
+    finally:
+        node.destroy_node()
+    node = _in_process_node(dict(engine='openjtalk', autostart=False,
+                                 user_dictionary=str(dictionary)))
+    try:
+        assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+        assert reading('本日').startswith('キョウ')
+    finally:
+        node.destroy_node()

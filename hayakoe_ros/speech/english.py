@@ -70,6 +70,7 @@ def _native(word: str):
     return pron or None
 
 
+@functools.lru_cache(maxsize=8192)
 def to_katakana(word: str) -> str:
     """Katakana reading of one English word (letters and an optional apostrophe).
 
@@ -92,3 +93,4 @@ def to_katakana(word: str) -> str:
 def clear_cache() -> None:
     """Forget cached dictionary lookups (call after the user dictionary changes)."""
     _native.cache_clear()
+    to_katakana.cache_clear()
