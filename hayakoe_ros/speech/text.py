@@ -49,7 +49,7 @@ _UNSPEAKABLE_RUN_RE = re.compile(
 class InputError(ValueError):
     """Text that cannot be spoken. ``code`` is a stable machine-readable reason.
 
-    Codes: ``empty``, ``nothing_speakable``, ``too_long``.
+    Codes: ``empty``, ``nothing_speakable``, ``too_long``, ``bad_ssml`` (see :mod:`.ssml`).
     """
 
     def __init__(self, code: str, message: str) -> None:
