@@ -112,6 +112,7 @@ READINGS = [
     ('€20', 'ニジューユーロ'),
     # URLs and e-mail addresses: the host name, never spelled out whole
     ('www.google.com', 'グーグルドットコム'),
+    ('詳細はexample.comで', 'ショーサイワエグザンプルドットコムデ'),
     ('info@example.co.jp', 'インフォアットエグザンプルドットシーオードットジェーピー'),
     ('詳しくはhttps://www.ros.org/を見てください',
      'クワシクワアールオーエスドットオルグヲミテクダサイ'),

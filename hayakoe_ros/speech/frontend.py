@@ -39,6 +39,9 @@ _NUM = r'\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?'
 _URL_CHARS = r'[A-Za-z0-9\-._~:/?#@!$&*+,;=%]'
 _URL_RE = re.compile(r'(?<![A-Za-z0-9])(?:https?|ftp)://%s+|(?<![A-Za-z0-9.])www\.%s+'
                      % (_URL_CHARS, _URL_CHARS))
+# A bare host name with a well-known top-level domain (example.com, ros.org, foo.co.jp).
+_DOMAIN_RE = re.compile(r'(?<![A-Za-z0-9.@/-])(?:[A-Za-z0-9-]+\.)+(?:com|net|org|jp|io|dev|info)'
+                        r'(?![A-Za-z0-9-])(?:/%s*)?' % _URL_CHARS)
 _EMAIL_RE = re.compile(
     r'(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+')
 #: Label readings used in host names.
@@ -239,6 +242,7 @@ def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> 
     text = compat_normalize(text)
     text = _URL_RE.sub(_url, text)
     text = _EMAIL_RE.sub(_email, text)
+    text = _DOMAIN_RE.sub(_url, text)
     if latin_words is not None:
         text = latin_words(text)
     text = _ABBREV_RE.sub(lambda m: ABBREVIATIONS[m.group(1)], text)
