@@ -32,7 +32,8 @@ from typing import Callable, Optional
 import numpy as np
 
 from ..engines.base import Engine, NothingToSpeakError, VoiceParams
-from .audio import Chunker, apply_gain_and_limit, to_int16, trailing_silence_s
+from .audio import (Chunker, apply_gain_and_limit, to_int16, trailing_silence_s,
+                    trim_for_break)
 from .pacing import Pacer
 from .pipeline import prepare
 from .text import Boundary, InputError, Segment
@@ -41,22 +42,6 @@ _LOG = logging.getLogger(__name__)
 
 #: Shortest pause at a sentence boundary (s): hayakoe's ``_MIN_PAUSE_SEC``.
 SENTENCE_PAUSE_FLOOR_S = 0.08
-
-def _trim_for_break(audio: np.ndarray, sr: int, previous: Optional[Segment], seg: Segment,
-                    last: bool) -> np.ndarray:
-    """Trim a segment's own edge silence at SSML breaks (issue 11).
-
-    After a break the leading silence goes; before one, trailing silence beyond
-    ``pause_s`` goes (the gap added later tops it up to exactly ``pause_s``). Open JTalk
-    pads ~0.35 s on each side, which would otherwise lengthen every break.
-    """
-    if previous is not None and previous.pause_s is not None:
-        audio = audio[int(round(trailing_silence_s(audio[::-1], sr) * sr)):]
-    if seg.pause_s is not None and not last and audio.size:
-        extra = trailing_silence_s(audio, sr) - seg.pause_s
-        if extra > 0:
-            audio = audio[:audio.size - int(round(extra * sr))]
-    return audio
 
 
 class QueuePolicy(str, enum.Enum):
@@ -505,7 +490,8 @@ class SpeechScheduler:
                 _LOG.warning('skipping segment %r: %s', seg.text, exc)
                 audio = np.zeros(0, dtype=np.float32)
             if audio.size:  # SSML <break>: the silence at the break is exactly pause_s
-                audio = _trim_for_break(audio, sr, segments[k - 1] if k else None, seg, last)
+                audio = trim_for_break(audio, sr, k > 0 and segments[k - 1].pause_s is not None,
+                                       None if last else seg.pause_s)
             pcm = to_int16(apply_gain_and_limit(audio, gain, sr))
             utt.synth_seconds += time.perf_counter() - t0
             if audio.size:
