@@ -142,11 +142,13 @@ class UserDictionary:
 
 
 @contextlib.contextmanager
-def _stdout_to_stderr():
+def _quiet_stdout():
     sys.stdout.flush()
     saved = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
     try:
-        os.dup2(2, 1)
+        os.dup2(devnull, 1)
+        os.close(devnull)
         yield
     finally:
         os.dup2(saved, 1)
@@ -167,13 +169,15 @@ def apply(dictionary: Optional[UserDictionary]) -> None:
     from . import english
 
     with _LOCK:
+        if dictionary is None and _active is None:
+            return  # nothing to remove: Open JTalk keeps its own dictionary only
         with tempfile.TemporaryDirectory(prefix='hayakoe-ros-userdict-') as tmp:
             csv_path = os.path.join(tmp, 'user.csv')
             dic_path = os.path.join(tmp, 'user.dic')
             with open(csv_path, 'w', encoding='utf-8') as f:
                 f.write((dictionary or UserDictionary([])).mecab_csv())
             try:
-                with _stdout_to_stderr():  # MeCab prints progress bars on fd 1
+                with _quiet_stdout():  # MeCab prints progress bars on fd 1
                     pyopenjtalk.mecab_dict_index(csv_path, dic_path)
                 pyopenjtalk.update_global_jtalk_with_user_dict(dic_path)
             except (RuntimeError, OSError) as exc:
