@@ -243,3 +243,16 @@ def test_print_reading_cli_needs_no_node():
                             'print("rclpy" in sys.modules)'],
                            capture_output=True, text=True, env=env, timeout=120, cwd=REPO)
     assert probe.stdout.split() == ['ハイ', 'False'], probe.stderr
+
+
+def test_words_open_jtalk_lacks_come_from_e2k_offline(no_network):
+    """'battery', 'robot', 'navigation' are spelled letter by letter by Open JTalk alone."""
+    import pyopenjtalk
+
+    from hayakoe_ros.speech import english
+
+    english.clear_cache()
+    for word, expected in (('battery', 'バッテリー'), ('robot', 'ロボット'),
+                           ('navigation', 'ナビゲーション'), ('charging', 'チャージング')):
+        assert canon(pyopenjtalk.g2p(word, kana=True)) != canon(expected)  # spelled
+        assert canon(english.to_katakana(word)) == canon(expected)
