@@ -8,19 +8,24 @@
 #   1. python3.11 -m venv .venv
 #   2. pip install -r requirements/{ros,runtime,test}.txt  (one resolve; torch comes from the
 #      CPU wheel on local disk, see requirements/test.txt)
-#   3. pip install --no-deps -e .  (+ ament index entries for hayakoe_ros in .venv/share)
+#   3. pip install --no-deps -e ., then scripts/ament_layout.py: the ament install layout
+#      of hayakoe_ros in .venv (lib/hayakoe_ros/<console scripts>, share/hayakoe_ros/...,
+#      the ament index entry), as colcon would make it
 #   4. scripts/fix_ros_cmake_paths.py: repairs the build-machine include dirs that the ROS
 #      wheels' CMake exports hard-code (/opt/python/cp311-cp311/...)
 #   5. builds test/fixtures/audio_common_msgs with plain CMake against the .venv ament prefix
 #      and installs it into .venv (its Python package lands in site-packages)
-#   6. a .pth file that puts .venv on AMENT_PREFIX_PATH, then a smoke test of rclpy.
+#   6. a .pth file that adds .venv to AMENT_PREFIX_PATH (after any outer value, so a
+#      sourced overlay wins), then a smoke test of rclpy.
 #
 # Afterwards nothing needs sourcing: `.venv/bin/python` finds rclpy, the rmw and
 # audio_common_msgs by itself (ros-wheels-bootstrapper re-executes it once with
 # LD_LIBRARY_PATH set; child processes inherit that).
 #
 # Idempotent: a stamp in .venv holds a hash of every input (requirements, fixture sources,
-# setup.py/setup.cfg, this script); when it matches, the run ends in about a second.
+# setup.py/setup.cfg, these scripts, and the names of the files the ament layout links:
+# a new launch or config file redoes the set-up); when it matches, the run ends in about
+# a second.
 # Environment: PYTHON (default python3.11), SETUP_FORCE=1 to ignore the stamp,
 # SETUP_JOBS (default: nproc) for the CMake build.
 set -euo pipefail
@@ -53,9 +58,12 @@ input_hash() {
     printf 'root=%s\n' "$ROOT"
     "$PYTHON" -c 'import sys; print(sys.version)'
     # Every input file, by name and content, in a stable order.
-    find scripts/setup.sh scripts/fix_ros_cmake_paths.py requirements "$FIXTURE" \
-      setup.py setup.cfg -type f ! -name '*.pyc' -print0 2>/dev/null \
+    find scripts/setup.sh scripts/fix_ros_cmake_paths.py scripts/ament_layout.py \
+      requirements "$FIXTURE" setup.py setup.cfg -type f ! -name '*.pyc' -print0 2>/dev/null \
       | sed -z "s|^$ROOT/||" | sort -z | xargs -0 sha256sum || true  # a missing file: no hash
+    # The files setup.py's data_files globs pick up are linked one by one: their names are
+    # inputs (their contents are not: the links show edits at once).
+    find launch config resource package.xml -print 2>/dev/null | LC_ALL=C sort
   } | sha256sum | cut -d' ' -f1
 }
 
@@ -64,7 +72,8 @@ KEY="$(input_hash)"
 
 if [[ "${SETUP_FORCE:-0}" != 1 && -x "$VPY" && -f "$STAMP" && "$(cat "$STAMP")" == "$KEY" ]] \
   && "$VPY" -c 'import importlib.util as u, rclpy, audio_common_msgs.msg
-assert u.find_spec("hayakoe_ros")' 2>/dev/null; then
+assert u.find_spec("hayakoe_ros")' 2>/dev/null \
+  && [[ -x "$VENV/lib/hayakoe_ros/tts_node" ]]; then
   log ".venv is up to date (stamp $KEY); SETUP_FORCE=1 to redo"
   exit 0
 fi
@@ -96,15 +105,12 @@ pip_quiet install --progress-bar off -q \
 # --- 3. this package, editable -----------------------------------------------------------
 log "pip install --no-deps -e ."
 pip_quiet install --progress-bar off -q --no-deps --no-build-isolation -e .
-# An editable wheel does not install setup.py's data_files; register the package in the
-# venv's ament index by hand (symlinks, so edits to launch/ and config/ show up).
-SHARE="$VENV/share"
-mkdir -p "$SHARE/ament_index/resource_index/packages" "$SHARE/hayakoe_ros"
-ln -sfn "$ROOT/resource/hayakoe_ros" "$SHARE/ament_index/resource_index/packages/hayakoe_ros"
-ln -sfn "$ROOT/package.xml" "$SHARE/hayakoe_ros/package.xml"
-for d in launch config; do
-  ln -sfn "$ROOT/$d" "$SHARE/hayakoe_ros/$d"
-done
+# An editable wheel installs neither setup.py's data_files nor the scripts where ament
+# looks for them: lay the package out in the venv as `colcon build --symlink-install` would
+# (share/ and the ament index entry as per-file symlinks, every console script also in
+# lib/hayakoe_ros/), so that `ros2 run` and `ros2 launch` find it. See the script.
+log "ament layout of hayakoe_ros in .venv (scripts/ament_layout.py)"
+"$VPY" scripts/ament_layout.py "$VENV" >/dev/null
 
 # --- 4. repair the wheels' CMake exports -------------------------------------------------
 "$VPY" scripts/fix_ros_cmake_paths.py "$VENV"
@@ -144,24 +150,26 @@ log "audio_common_msgs built in $((SECONDS - T_BUILD)) s (log: ${BUILD_DIR#"$ROO
   || die "generated audio_common_msgs not found in $SITE"
 
 # --- 6. environment hook + smoke test ----------------------------------------------------
-# ament_index_python (get_package_share_directory, rosidl runtime look-ups) needs
-# AMENT_PREFIX_PATH; put the venv on it for every interpreter start, so that
-# `.venv/bin/python` works with no sourcing. An outer value is kept, after the venv.
+# ament_index_python (get_package_share_directory, rosidl runtime look-ups) and ros2run /
+# ros2launch need AMENT_PREFIX_PATH; add the venv to it at every interpreter start, so that
+# `.venv/bin/python` works with no sourcing. The venv goes *last*: an overlay the user
+# sources (a colcon workspace with its own hayakoe_ros) must win over the venv's copy.
 cat >"$SITE/_hayakoe_ros_ament_prefix.py" <<'EOF'
 # Copyright 2026 The hayakoe_ros Authors
 # SPDX-License-Identifier: AGPL-3.0-or-later
-"""Put this venv on AMENT_PREFIX_PATH (written by hayakoe_ros' scripts/setup.sh).
+"""Add this venv to AMENT_PREFIX_PATH (written by hayakoe_ros' scripts/setup.sh).
 
 Imported at every interpreter start by _hayakoe_ros_ament_prefix.pth, so that
 ``.venv/bin/python`` finds the ament index (package share dirs) with no sourcing.
-An AMENT_PREFIX_PATH set outside is kept, after the venv.
+The venv is appended when missing: prefixes set outside (a sourced overlay) come first,
+in their order, and win.
 """
 import os
 import sys
 
 _paths = [p for p in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep) if p]
 if sys.prefix not in _paths:
-    os.environ['AMENT_PREFIX_PATH'] = os.pathsep.join([sys.prefix] + _paths)
+    os.environ['AMENT_PREFIX_PATH'] = os.pathsep.join(_paths + [sys.prefix])
 del _paths
 EOF
 echo 'import _hayakoe_ros_ament_prefix' >"$SITE/_hayakoe_ros_ament_prefix.pth"
