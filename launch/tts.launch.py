@@ -55,6 +55,12 @@ def typed(name: str, kind: type, text: str):
         raise ValueError(f'launch argument {name}:={text!r}: expected {kind.__name__}') from None
 
 
+def node_logger_name(namespace: str, name: str) -> str:
+    """Return rcl's logger name of node ``name`` in ``namespace`` ('/a/b', 'n' -> 'a.b.n')."""
+    parts = [p for p in namespace.split('/') if p] + [name]
+    return '.'.join(parts)
+
+
 def _node(context, *args, **kwargs):
     overrides = {}
     for name, (kind, _) in PARAMETER_ARGUMENTS.items():
@@ -69,6 +75,11 @@ def _node(context, *args, **kwargs):
     ]
     if say != 'say':
         remappings += [(f'say/{part}', f'{say}/{part}') for part in _ACTION_PARTS]
+    # The level applies to the node's logger (and its children), not to every logger of
+    # the process: a bare `--log-level debug` would add hundreds of rcl/rmw lines.
+    level = LaunchConfiguration('log_level').perform(context)
+    logger = node_logger_name(LaunchConfiguration('namespace').perform(context),
+                              LaunchConfiguration('node_name').perform(context))
     return [LifecycleNode(
         package='hayakoe_ros',
         executable='tts_node',
@@ -77,7 +88,7 @@ def _node(context, *args, **kwargs):
         output='screen',
         parameters=[LaunchConfiguration('params_file'), overrides],
         remappings=remappings,
-        arguments=['--ros-args', '--log-level', LaunchConfiguration('log_level')],
+        arguments=['--ros-args', '--log-level', f'{logger}:={level}'],
     )]
 
 
@@ -99,7 +110,8 @@ def generate_launch_description():
         DeclareLaunchArgument('say_action', default_value='say',
                               description='Remap of the say action.'),
         DeclareLaunchArgument('log_level', default_value='info',
-                              description='Logger level: debug, info, warn, error.'),
+                              description="Level of the node's logger: debug, info, warn, "
+                                          'error (rcl and rmw keep theirs).'),
     ]
     arguments += [DeclareLaunchArgument(name, default_value='',
                                         description=text + ' Empty: from params_file.')

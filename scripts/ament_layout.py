@@ -32,7 +32,7 @@ import setuptools
 ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = '.hayakoe_ros-ament-layout'
 
-SCRIPT = '''#!{python}
+SCRIPT = """#!{python}
 # Written by hayakoe_ros' scripts/ament_layout.py: entry point {spec}
 import sys
 
@@ -40,7 +40,7 @@ from {module} import {function}
 
 if __name__ == '__main__':
     sys.exit({function}())
-'''
+"""
 
 
 def read_setup(path: Path = ROOT / 'setup.py') -> dict:
