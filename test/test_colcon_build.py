@@ -6,7 +6,8 @@ A copy of the sources is built with colcon (from PyPI, requirements/test.txt) ag
 ``make setup`` venv as the underlay ament prefix, into a temporary workspace. The install
 tree is checked as ros2run / ros2launch read it, then the installed ``tts_node`` is started
 the way a user starts it after ``source install/setup.bash`` (the overlay, not the venv's
-copy of the package) and speaks one utterance over the rmw.
+copy of the package) and speaks one utterance over the rmw. Both with and without
+``--symlink-install``.
 """
 
 from __future__ import annotations
@@ -47,16 +48,22 @@ def _base_env() -> dict:
     return env
 
 
-@pytest.fixture(scope='module')
-def workspace(tmp_path_factory):
-    """``colcon build`` of a copy of this package; returns the workspace root."""
+@pytest.fixture(scope='module', params=['--symlink-install', 'copy'])
+def workspace(request, tmp_path_factory):
+    """``colcon build`` of a copy of this package; returns the workspace root.
+
+    Both install modes: README's ``--symlink-install`` (``setup.py develop``, data files
+    linked one by one) and a plain install (files copied), as a release build does.
+    """
     ws = tmp_path_factory.mktemp('colcon_ws')
+    mode = [request.param] if request.param.startswith('--') else []
     shutil.copytree(REPO, ws / 'src' / PACKAGE, ignore=IGNORED)
     env = dict(_base_env(), COLCON_HOME=str(ws / '.colcon'))
     result = subprocess.run(
         [str(VENV / 'bin' / 'colcon'), '--log-base', str(ws / 'log'), 'build',
          '--base-paths', str(ws / 'src'), '--build-base', str(ws / 'build'),
-         '--install-base', str(ws / 'install'), '--event-handlers', 'console_direct+'],
+         '--install-base', str(ws / 'install'), '--event-handlers', 'console_direct+',
+         *mode],
         cwd=ws, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     return ws
@@ -83,6 +90,10 @@ def test_install_tree_is_what_ros2_run_and_launch_read(workspace):
     for rel in ['package.xml'] + [f'launch/{p.name}' for p in REPO.glob('launch/*.py')] \
             + [f'config/{p.name}' for p in REPO.glob('config/*.yaml')]:
         assert (share / rel).is_file(), rel
+        # ros2launch's search: os.walk of the share directory, links to dirs not followed.
+        hits = [Path(root) / f for root, _dirs, files in os.walk(share) for f in files
+                if f == Path(rel).name]
+        assert hits == [share / rel], (rel, hits)
     assert (prefix / 'share' / 'ament_index' / 'resource_index' / 'packages' / PACKAGE
             ).is_file()
 
@@ -94,7 +105,9 @@ def test_sourced_overlay_is_found_before_the_venv(workspace):
                    "print(g('hayakoe_ros')); print(hayakoe_ros.__file__); "
                    "print(os.environ['AMENT_PREFIX_PATH'])\"").splitlines()
     assert out[0] == str(prefix)
-    assert Path(out[1]).is_relative_to(prefix), out[1]  # the built copy, not the venv's
+    # The workspace's copy (install space, or build space with --symlink-install), not
+    # the venv's editable one.
+    assert Path(out[1]).is_relative_to(workspace), out[1]
     assert out[2].split(os.pathsep) == [str(prefix), str(VENV)]
 
 
