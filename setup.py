@@ -24,7 +24,6 @@ setup(
     maintainer_email='hayakoe-ros@example.com',
     description='ROS 2 Japanese text-to-speech node streaming Style-Bert-VITS2 (hayakoe) audio.',
     license='AGPL-3.0-or-later',
-    tests_require=['pytest'],
     entry_points={
         'console_scripts': [
             'tts_node = hayakoe_ros.tts_node:main',

@@ -8,12 +8,15 @@
 #   1. python3.11 -m venv .venv
 #   2. pip install -r requirements/{ros,runtime,test}.txt  (one resolve; torch comes from the
 #      CPU wheel on local disk, see requirements/test.txt)
-#   3. pip install --no-deps -e .  (+ ament index entries for hayakoe_ros in .venv/share)
+#   3. pip install --no-deps -e .
 #   4. scripts/fix_ros_cmake_paths.py: repairs the build-machine include dirs that the ROS
 #      wheels' CMake exports hard-code (/opt/python/cp311-cp311/...)
 #   5. builds test/fixtures/audio_common_msgs with plain CMake against the .venv ament prefix
 #      and installs it into .venv (its Python package lands in site-packages)
-#   6. a .pth file that puts .venv on AMENT_PREFIX_PATH, then a smoke test of rclpy.
+#   6. scripts/ament_layout.py: hayakoe_ros laid out in .venv as colcon would install it
+#      (lib/hayakoe_ros/<every console script>, share/hayakoe_ros/{package.xml,launch,config},
+#      the ament index entry), so `ros2 run` / `ros2 launch` find it; runs every time
+#   7. a .pth file that appends .venv to AMENT_PREFIX_PATH, then a smoke test of rclpy.
 #
 # Afterwards nothing needs sourcing: `.venv/bin/python` finds rclpy, the rmw and
 # audio_common_msgs by itself (ros-wheels-bootstrapper re-executes it once with
@@ -59,12 +62,21 @@ input_hash() {
   } | sha256sum | cut -d' ' -f1
 }
 
+# The ament layout of this package (lib/hayakoe_ros/<console script>, share/hayakoe_ros/
+# files, the ament index entry), derived from setup.py. It runs on every `make setup`, also
+# when the stamp matches: it takes well under a second, and a launch or config file added
+# since the last run must show up in share/ (the stamp does not cover launch/ or config/).
+ament_layout() {
+  "$VPY" scripts/ament_layout.py "$VENV" | sed 's/^/[setup] /'
+}
+
 command -v "$PYTHON" >/dev/null 2>&1 || die "$PYTHON not found (Python 3.11 is required)"
 KEY="$(input_hash)"
 
 if [[ "${SETUP_FORCE:-0}" != 1 && -x "$VPY" && -f "$STAMP" && "$(cat "$STAMP")" == "$KEY" ]] \
   && "$VPY" -c 'import importlib.util as u, rclpy, audio_common_msgs.msg
 assert u.find_spec("hayakoe_ros")' 2>/dev/null; then
+  ament_layout
   log ".venv is up to date (stamp $KEY); SETUP_FORCE=1 to redo"
   exit 0
 fi
@@ -96,15 +108,8 @@ pip_quiet install --progress-bar off -q \
 # --- 3. this package, editable -----------------------------------------------------------
 log "pip install --no-deps -e ."
 pip_quiet install --progress-bar off -q --no-deps --no-build-isolation -e .
-# An editable wheel does not install setup.py's data_files; register the package in the
-# venv's ament index by hand (symlinks, so edits to launch/ and config/ show up).
-SHARE="$VENV/share"
-mkdir -p "$SHARE/ament_index/resource_index/packages" "$SHARE/hayakoe_ros"
-ln -sfn "$ROOT/resource/hayakoe_ros" "$SHARE/ament_index/resource_index/packages/hayakoe_ros"
-ln -sfn "$ROOT/package.xml" "$SHARE/hayakoe_ros/package.xml"
-for d in launch config; do
-  ln -sfn "$ROOT/$d" "$SHARE/hayakoe_ros/$d"
-done
+# An editable wheel installs neither setup.py's data_files nor the lib/hayakoe_ros
+# executables: scripts/ament_layout.py lays them out as colcon would (step 6, every run).
 
 # --- 4. repair the wheels' CMake exports -------------------------------------------------
 "$VPY" scripts/fix_ros_cmake_paths.py "$VENV"
@@ -143,25 +148,31 @@ log "audio_common_msgs built in $((SECONDS - T_BUILD)) s (log: ${BUILD_DIR#"$ROO
 [[ -f "$SITE/audio_common_msgs/__init__.py" ]] \
   || die "generated audio_common_msgs not found in $SITE"
 
-# --- 6. environment hook + smoke test ----------------------------------------------------
+# --- 6. ament layout (lib/hayakoe_ros, share/hayakoe_ros, index entry) --------------------
+ament_layout
+
+# --- 7. environment hook + smoke test ----------------------------------------------------
 # ament_index_python (get_package_share_directory, rosidl runtime look-ups) needs
-# AMENT_PREFIX_PATH; put the venv on it for every interpreter start, so that
-# `.venv/bin/python` works with no sourcing. An outer value is kept, after the venv.
+# AMENT_PREFIX_PATH; add the venv to it at every interpreter start, so that
+# `.venv/bin/python` works with no sourcing. The venv goes *last*: a workspace the user
+# sources later (its setup.bash prepends its install space) must win over the venv's copy
+# of hayakoe_ros, as an overlay does over its underlay.
 cat >"$SITE/_hayakoe_ros_ament_prefix.py" <<'EOF'
 # Copyright 2026 The hayakoe_ros Authors
 # SPDX-License-Identifier: AGPL-3.0-or-later
-"""Put this venv on AMENT_PREFIX_PATH (written by hayakoe_ros' scripts/setup.sh).
+"""Add this venv to AMENT_PREFIX_PATH (written by hayakoe_ros' scripts/setup.sh).
 
 Imported at every interpreter start by _hayakoe_ros_ament_prefix.pth, so that
 ``.venv/bin/python`` finds the ament index (package share dirs) with no sourcing.
-An AMENT_PREFIX_PATH set outside is kept, after the venv.
+The venv is appended: prefixes set outside (a sourced colcon workspace, an overlay)
+come first and win.
 """
 import os
 import sys
 
 _paths = [p for p in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep) if p]
 if sys.prefix not in _paths:
-    os.environ['AMENT_PREFIX_PATH'] = os.pathsep.join([sys.prefix] + _paths)
+    os.environ['AMENT_PREFIX_PATH'] = os.pathsep.join(_paths + [sys.prefix])
 del _paths
 EOF
 echo 'import _hayakoe_ros_ament_prefix' >"$SITE/_hayakoe_ros_ament_prefix.pth"
