@@ -19,9 +19,8 @@ from rclpy.parameter_client import AsyncParameterClient
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool, String
 
-from ros_utils import NodeProcess, new_namespace, wait_future
-from test_node_driver import change_state
-from test_node_speech import send_goal, tiny_params
+from ros_utils import (NodeProcess, change_state, new_namespace, send_goal, tiny_params,
+                       wait_future)
 
 pytestmark = pytest.mark.ros
 
