@@ -34,6 +34,8 @@ import threading
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.unit
+
 REFERENCE_ENV = 'HAYAKOE_ROS_AARCH64_REFERENCE'
 REPORT_ENV = 'HAYAKOE_ROS_PARITY_REPORT'
 

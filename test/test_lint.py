@@ -13,6 +13,8 @@ from xml.etree import ElementTree
 
 import pytest
 
+pytestmark = pytest.mark.lint
+
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = sorted(
     [p for d in ('hayakoe_ros', 'test', 'tools', 'bench', 'launch', 'scripts')
