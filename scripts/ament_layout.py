@@ -33,7 +33,7 @@ import sys
 
 ROOT = Path(__file__).resolve().parents[1]
 
-_LAUNCHER = '''#!{python}
+_LAUNCHER = """#!{python}
 # Written by hayakoe_ros scripts/ament_layout.py: console script {name} = {target}
 import sys
 
@@ -41,7 +41,7 @@ from {module} import {func}
 
 if __name__ == '__main__':
     sys.exit({func}())
-'''
+"""
 
 
 def read_setup(root: Path = ROOT):
