@@ -61,7 +61,8 @@ def read_setup(root: Path = ROOT):
     finally:
         os.chdir(cwd)
     scripts = {}
-    for entry in (dist.entry_points or {}).get('console_scripts', []):
+    entry_points = getattr(dist, 'entry_points', None) or {}  # setuptools' attribute
+    for entry in entry_points.get('console_scripts', []):
         name, sep, target = (part.strip() for part in entry.partition('='))
         if not sep or ':' not in target:
             raise ValueError(f'setup.py console script {entry!r}: expected name = module:func')
