@@ -98,6 +98,7 @@ class BenchClient:
         from audio_common_msgs.action import TTS
         from audio_common_msgs.msg import AudioStamped
         from rclpy.action import ActionClient
+        from rclpy.client import Client
         from rclpy.executors import MultiThreadedExecutor
         from rclpy.node import Node
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -117,8 +118,8 @@ class BenchClient:
                        durability=DurabilityPolicy.TRANSIENT_LOCAL))
         self._text_pub = self.node.create_publisher(String, node.topic('text'), 10)
         self._string = String
-        self._action = ActionClient(self.node, TTS, node.topic('say'))
-        self._params = self.node.create_client(SetParameters,
+        self._action: ActionClient = ActionClient(self.node, TTS, node.topic('say'))
+        self._params: Client = self.node.create_client(SetParameters,
                                                node.topic('tts_node/set_parameters'))
         self.executor = MultiThreadedExecutor(num_threads=2)
         self.executor.add_node(self.node)

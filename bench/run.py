@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # tools/ is a top-level package, not installed
@@ -47,7 +48,7 @@ MARK_END = '<!-- bench:end -->'
 SPEAKER = {'full': 'full-jp', 'tiny': 'tiny-jp'}
 SIZES = (1, 3, 10)
 
-TARGETS = {
+TARGETS: dict[str, Any] = {
     'speed_ratio': 0.97,      # node speed factor / raw speed factor, >=
     'ttfa_ratio': 1.2,        # node TTFA(10) / TTFA(1), <=
     'cancel_ms': 100.0,       # cancel sent -> last chunk received, <=
@@ -77,6 +78,7 @@ class RawWorker:
         return self
 
     def _read(self) -> dict:
+        assert self.proc.stdout is not None  # Popen(stdout=PIPE)
         line = self.proc.stdout.readline()
         if not line:
             raise RuntimeError(f'raw worker {self.name} died; see {self._log.name}')
@@ -88,6 +90,7 @@ class RawWorker:
         ``cpu_s`` is added: CPU time the worker used meanwhile (all threads).
         """
         cpu0 = read_cpu_s(self.proc.pid)
+        assert self.proc.stdin is not None  # Popen(stdin=PIPE)
         self.proc.stdin.write(json.dumps({'op': op, **kwargs}) + '\n')
         self.proc.stdin.flush()
         reply = self._read()
@@ -102,7 +105,7 @@ class RawWorker:
 
     def stop(self) -> None:
         """Ask the worker to quit and wait for it."""
-        if self.proc.poll() is None:
+        if self.proc.poll() is None and self.proc.stdin is not None:
             try:
                 self.proc.stdin.write(json.dumps({'op': 'quit'}) + '\n')
                 self.proc.stdin.close()
@@ -148,7 +151,7 @@ def measure_hayakoe(args, root: Path, speaker: str, texts: dict, log_dir: Path,
                        log_dir=log_dir, wait_ready=False)
     node_low = NodeProcess(hayakoe_params(root, speaker, threads_low),
                            f'{ns}_t{threads_low}', log_dir=log_dir, wait_ready=False)
-    procs = [raw, raw_stream, raw_low, node, node_low]
+    procs: list[RawWorker | NodeProcess] = [raw, raw_stream, raw_low, node, node_low]
     clients = []
     try:
         for p in procs:
@@ -164,10 +167,10 @@ def measure_hayakoe(args, root: Path, speaker: str, texts: dict, log_dir: Path,
         for c in clients:
             c.speak_topic(texts[3])
 
-        gen = {n: [] for n in SIZES}
-        stream = {n: [] for n in SIZES}
-        node_run = {n: [] for n in SIZES}
-        low = {'raw': [], 'node': []}
+        gen: dict[int, list] = {n: [] for n in SIZES}
+        stream: dict[int, list] = {n: [] for n in SIZES}
+        node_run: dict[int, list] = {n: [] for n in SIZES}
+        low: dict[str, list] = {'raw': [], 'node': []}
         for rep in range(args.reps):
             log(f'repetition {rep + 1}/{args.reps} ({"raw" if rep % 2 == 0 else "node"} first)')
             for n in SIZES:
@@ -246,8 +249,8 @@ def measure_openjtalk(args, texts: dict, log_dir: Path, ns: str) -> dict:
         client = BenchClient(node, 'bench_client_ojt')
         raw.call('generate', text=texts[3])
         client.speak_topic(texts[3])
-        gen = {n: [] for n in SIZES}
-        node_run = {n: [] for n in SIZES}
+        gen: dict[int, list] = {n: [] for n in SIZES}
+        node_run: dict[int, list] = {n: [] for n in SIZES}
         for rep in range(args.reps):
             for n in SIZES:
                 for side in (['raw', 'node'] if rep % 2 == 0 else ['node', 'raw']):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Optional
 
 import numpy as np
 import rclpy
@@ -16,6 +17,7 @@ from rclpy.action import ActionClient
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.subscription import Subscription
 
 from tools.node_process import NodeProcess, new_namespace
 
@@ -63,7 +65,7 @@ class Client:
         """An action client of the ``TTS`` action ``name`` (waits for the server)."""
         if name in self._action_clients:
             return self._action_clients[name]
-        client = ActionClient(self.node, TTS, name)
+        client: ActionClient = ActionClient(self.node, TTS, name)
         assert client.wait_for_server(timeout_sec=30), f'no action server {name}'
         # wait_for_server() sees the goal service; give the feedback and status topics
         # time to match too, or the first feedback messages can be missed.
@@ -108,7 +110,7 @@ class AudioRecorder:
     def __init__(self) -> None:
         self.msgs: list = []
         self.lock = threading.Lock()
-        self.sub = None
+        self.sub: Optional[Subscription] = None
 
     def on_msg(self, msg: AudioStamped) -> None:
         with self.lock:
@@ -148,7 +150,7 @@ def wait_future(future, timeout: float = 60.0):
     return future.result()
 
 
-def send_goal(client, action, text, **fields):
+def send_goal(client, action, text: str, **fields) -> tuple:
     """Send a ``TTS`` goal through ``action``; return ``(goal_handle, feedback list)``.
 
     Each feedback entry is ``(time.monotonic() on arrival, feedback message)``.

@@ -197,7 +197,9 @@ def test_speaking_stays_true_across_queued_utterances(ros_client):
 
 def _threads(pid: int) -> int:
     status = Path(f'/proc/{pid}/status').read_text()
-    return int(re.search(r'^Threads:\s+(\d+)', status, re.M).group(1))
+    match = re.search(r'^Threads:\s+(\d+)', status, re.M)
+    assert match, status
+    return int(match.group(1))
 
 
 def test_queued_goals_hold_no_threads(ros_client):
