@@ -2,35 +2,25 @@
 # SPDX-License-Identifier: AGPL-3.0-or-later
 """Drive ``tts_node`` processes over the rmw for the benchmarks.
 
-:class:`NodeProcess` runs ``python -m hayakoe_ros.tts_node`` in its own namespace, as the
-tests do; :class:`BenchClient` is an rclpy node in the benchmark process that speaks
-through a node's ``text`` topic or ``say`` action and timestamps every audio chunk on
-arrival (``time.monotonic()`` in the subscription callback).
+:class:`NodeProcess` (tools/node_process.py, shared with the tests) runs
+``python -m hayakoe_ros.tts_node`` in its own namespace; :class:`BenchClient` is an rclpy
+node in the benchmark process that speaks through a node's ``text`` topic or ``say``
+action and timestamps every audio chunk on arrival (``time.monotonic()`` in the
+subscription callback).
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
-import signal
-import subprocess
-import sys
 import threading
 import time
-from typing import Optional
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
+from tools.node_process import NodeProcess, read_vm_kib
 
-
-def read_vm_kib(pid: int, field: str = 'VmHWM') -> int:
-    """Return ``field`` (VmHWM: peak RSS, VmRSS: current) of ``pid`` in KiB, from /proc."""
-    with open(f'/proc/{pid}/status', encoding='ascii') as status:
-        for line in status:
-            if line.startswith(field + ':'):
-                return int(line.split()[1])
-    raise KeyError(f'{field} not in /proc/{pid}/status')
+__all__ = ['BenchClient', 'NodeProcess', 'audio_seconds', 'lost_chunks', 'read_cpu_s',
+           'read_vm_kib']
 
 
 def read_cpu_s(pid: int) -> float:
@@ -38,78 +28,6 @@ def read_cpu_s(pid: int) -> float:
     with open(f'/proc/{pid}/stat', encoding='ascii') as stat:
         fields = stat.read().rsplit(')', 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
-
-
-class NodeProcess:
-    """``tts_node`` as a child process, its log written to ``log_dir``.
-
-    Args:
-        params: ROS parameters (``-p name:=value``).
-        namespace: Namespace of the node (unique per benchmark run).
-        log_dir: Where the node's stdout/stderr go.
-    """
-
-    def __init__(self, params: dict, namespace: str, log_dir: Path) -> None:
-        self.namespace = namespace
-        args = [sys.executable, '-m', 'hayakoe_ros.tts_node', '--ros-args',
-                '-r', f'__ns:={namespace}', '-r', '__node:=tts_node']
-        for key, value in params.items():
-            if isinstance(value, bool):
-                value = str(value).lower()
-            args += ['-p', f'{key}:={value}']
-        self.log_path = Path(log_dir) / f'tts_node{namespace.replace("/", "_")}.log'
-        self._log = open(self.log_path, 'w', encoding='utf-8')
-        env = dict(os.environ, PYTHONUNBUFFERED='1', RCUTILS_COLORIZED_OUTPUT='0')
-        self._t0 = time.perf_counter()
-        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT,
-                                     cwd=REPO, env=env)
-        self.start_s = 0.0
-
-    def wait_ready(self, timeout: float = 300.0) -> 'NodeProcess':
-        """Wait for the node's ``ready:`` log line (engine loaded and warm); return self."""
-        self._wait_for_log('ready:', timeout)
-        self.start_s = time.perf_counter() - self._t0
-        return self
-
-    @property
-    def pid(self) -> int:
-        """Process id (the interpreter re-executes itself in place, keeping it)."""
-        return self.proc.pid
-
-    def log(self) -> str:
-        """Everything the node printed so far."""
-        return self.log_path.read_text(encoding='utf-8', errors='replace')
-
-    def _wait_for_log(self, needle: str, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if needle in self.log():
-                return
-            if self.proc.poll() is not None:
-                raise RuntimeError(f'tts_node exited ({self.proc.returncode}):\n{self.log()}')
-            time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f'tts_node not ready within {timeout} s:\n{self.log()}')
-
-    def topic(self, name: str) -> str:
-        """Fully qualified name of a node-relative topic, service or action."""
-        return f'{self.namespace}/{name}'
-
-    def peak_rss_kib(self) -> int:
-        """Peak resident set size of the node process so far (VmHWM), KiB."""
-        return read_vm_kib(self.pid)
-
-    def stop(self, timeout: float = 20.0) -> Optional[int]:
-        """SIGINT, wait (kill after ``timeout``); return the exit status."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._log.close()
-        return self.proc.returncode
 
 
 class _Recorder:
@@ -180,6 +98,7 @@ class BenchClient:
         from audio_common_msgs.action import TTS
         from audio_common_msgs.msg import AudioStamped
         from rclpy.action import ActionClient
+        from rclpy.client import Client
         from rclpy.executors import MultiThreadedExecutor
         from rclpy.node import Node
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -199,8 +118,8 @@ class BenchClient:
                        durability=DurabilityPolicy.TRANSIENT_LOCAL))
         self._text_pub = self.node.create_publisher(String, node.topic('text'), 10)
         self._string = String
-        self._action = ActionClient(self.node, TTS, node.topic('say'))
-        self._params = self.node.create_client(SetParameters,
+        self._action: ActionClient = ActionClient(self.node, TTS, node.topic('say'))
+        self._params: Client = self.node.create_client(SetParameters,
                                                node.topic('tts_node/set_parameters'))
         self.executor = MultiThreadedExecutor(num_threads=2)
         self.executor.add_node(self.node)

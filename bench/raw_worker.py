@@ -21,11 +21,12 @@ import json
 import os
 import sys
 import time
+from typing import Any
 
 import numpy as np
 
 #: Deterministic voice settings used by every benchmark (raw and node alike).
-VOICE = {'noise': 0.0, 'noise_w': 0.0, 'sdp_ratio': 0.0}
+VOICE: dict[str, Any] = {'noise': 0.0, 'noise_w': 0.0, 'sdp_ratio': 0.0}
 
 
 def _patch_threads(num_threads: int) -> None:
@@ -137,7 +138,7 @@ class EngineWorker:
                     rows.setdefault(f'{side}_other', []).append(total - timers.seconds())
         finally:
             timers.restore()
-        med = {k: float(np.median(v)) for k, v in rows.items()}
+        med: dict[str, Any] = {k: float(np.median(v)) for k, v in rows.items()}
         med['ratio'] = float(np.median([h / n for h, n in zip(rows['hk_total'],
                                                                rows['node_total'])]))
         med['pause_pair_s'] = [eng.predict_pause(a, b, voice) for a, b in pairs]
@@ -152,7 +153,7 @@ class EngineWorker:
 
         spk = self.engine.speaker
         hk.ensure_tokenizer(self.engine._tokenizer_dir)
-        ids, frames = hk.predict_durations(spk, left, self.voice)
+        ids, frames = _durations(spk, left, self.voice)
         runs = hk.punctuation_runs(ids, hk.punctuation_ids())
         if not runs:
             return 0.0
@@ -179,7 +180,7 @@ class EngineWorker:
         phonemes = frames_all = frames_speech = 0.0
         for text in texts:
             hk.ensure_tokenizer(self.engine._tokenizer_dir)
-            ids, frames = hk.predict_durations(self.engine.speaker, text, self.voice)
+            ids, frames = _durations(self.engine.speaker, text, self.voice)
             speech = np.ones(len(ids), bool)
             speech[0] = speech[-1] = False
             for k, p in enumerate(ids):
@@ -194,6 +195,16 @@ class EngineWorker:
                 'audio_s': frames_all * sec,
                 'overall': phonemes / (frames_all * sec),
                 'articulation': phonemes / (frames_speech * sec)}
+
+
+def _durations(speaker, text: str, voice) -> tuple:
+    """``hayakoe_internals.predict_durations``; raise if the model has no duration predictor."""
+    from hayakoe_ros.engines import hayakoe_internals as hk
+
+    out = hk.predict_durations(speaker, text, voice)
+    if out is None:
+        raise RuntimeError('the model has no duration predictor (duration_predictor.onnx)')
+    return out
 
 
 class _SessionTimers:
@@ -268,6 +279,7 @@ def main(argv=None) -> int:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     t0 = time.perf_counter()
+    worker: HayakoeWorker | EngineWorker | OpenJTalkWorker
     if args.mode == 'hayakoe':
         worker = HayakoeWorker(args.root, args.speaker, args.threads)
     elif args.mode == 'engine':

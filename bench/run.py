@@ -3,7 +3,7 @@
 """``make bench``: tts_node against raw hayakoe on a full-size random-weight model.
 
 One run measures, on the same model, voice settings and texts (1, 3 and 10 sentences of
-the shared corpus, each a prefix of the next):
+the repository's own texts, test/data/texts.yaml, each a prefix of the next):
 
 * throughput: speed factor (audio s / compute s) of hayakoe ``Speaker.generate()`` and of
   the node end to end (text published on ``text`` -> last chunk received over the rmw,
@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # tools/ is a top-level package, not installed
@@ -40,14 +41,14 @@ if str(REPO) not in sys.path:  # tools/ is a top-level package, not installed
 from bench import report  # noqa: E402
 from bench.node_driver import BenchClient, NodeProcess, read_cpu_s, read_vm_kib  # noqa: E402
 from bench.raw_worker import VOICE  # noqa: E402
-from bench.texts import benchmark_texts, corpus_dir, ita_sentences  # noqa: E402
+from bench.texts import benchmark_texts, rate_sentences  # noqa: E402
 
 MARK_BEGIN = '<!-- bench:begin (written by bench/run.py; edit outside the markers) -->'
 MARK_END = '<!-- bench:end -->'
 SPEAKER = {'full': 'full-jp', 'tiny': 'tiny-jp'}
 SIZES = (1, 3, 10)
 
-TARGETS = {
+TARGETS: dict[str, Any] = {
     'speed_ratio': 0.97,      # node speed factor / raw speed factor, >=
     'ttfa_ratio': 1.2,        # node TTFA(10) / TTFA(1), <=
     'cancel_ms': 100.0,       # cancel sent -> last chunk received, <=
@@ -70,13 +71,14 @@ class RawWorker:
                                      stderr=self._log, cwd=REPO, text=True, bufsize=1)
         self.load_s = 0.0
 
-    def wait_ready(self) -> 'RawWorker':
+    def wait_until_ready(self) -> 'RawWorker':
         """Block until the worker has loaded its engine; return self."""
         hello = self._read()
         self.load_s = hello['load_s']
         return self
 
     def _read(self) -> dict:
+        assert self.proc.stdout is not None  # Popen(stdout=PIPE)
         line = self.proc.stdout.readline()
         if not line:
             raise RuntimeError(f'raw worker {self.name} died; see {self._log.name}')
@@ -88,6 +90,7 @@ class RawWorker:
         ``cpu_s`` is added: CPU time the worker used meanwhile (all threads).
         """
         cpu0 = read_cpu_s(self.proc.pid)
+        assert self.proc.stdin is not None  # Popen(stdin=PIPE)
         self.proc.stdin.write(json.dumps({'op': op, **kwargs}) + '\n')
         self.proc.stdin.flush()
         reply = self._read()
@@ -102,7 +105,7 @@ class RawWorker:
 
     def stop(self) -> None:
         """Ask the worker to quit and wait for it."""
-        if self.proc.poll() is None:
+        if self.proc.poll() is None and self.proc.stdin is not None:
             try:
                 self.proc.stdin.write(json.dumps({'op': 'quit'}) + '\n')
                 self.proc.stdin.close()
@@ -145,14 +148,14 @@ def measure_hayakoe(args, root: Path, speaker: str, texts: dict, log_dir: Path,
     raw_stream = RawWorker('hayakoe', log_dir, root, speaker, threads_main)
     raw_low = RawWorker('hayakoe', log_dir, root, speaker, threads_low)
     node = NodeProcess(hayakoe_params(root, speaker, threads_main), f'{ns}_t{threads_main}',
-                       log_dir)
+                       log_dir=log_dir, wait_ready=False)
     node_low = NodeProcess(hayakoe_params(root, speaker, threads_low),
-                           f'{ns}_t{threads_low}', log_dir)
-    procs = [raw, raw_stream, raw_low, node, node_low]
+                           f'{ns}_t{threads_low}', log_dir=log_dir, wait_ready=False)
+    procs: list[RawWorker | NodeProcess] = [raw, raw_stream, raw_low, node, node_low]
     clients = []
     try:
         for p in procs:
-            p.wait_ready()
+            p.wait_until_ready()
         client = BenchClient(node, 'bench_client_main')
         client_low = BenchClient(node_low, 'bench_client_low')
         clients = [client, client_low]
@@ -164,10 +167,10 @@ def measure_hayakoe(args, root: Path, speaker: str, texts: dict, log_dir: Path,
         for c in clients:
             c.speak_topic(texts[3])
 
-        gen = {n: [] for n in SIZES}
-        stream = {n: [] for n in SIZES}
-        node_run = {n: [] for n in SIZES}
-        low = {'raw': [], 'node': []}
+        gen: dict[int, list] = {n: [] for n in SIZES}
+        stream: dict[int, list] = {n: [] for n in SIZES}
+        node_run: dict[int, list] = {n: [] for n in SIZES}
+        low: dict[str, list] = {'raw': [], 'node': []}
         for rep in range(args.reps):
             log(f'repetition {rep + 1}/{args.reps} ({"raw" if rep % 2 == 0 else "node"} first)')
             for n in SIZES:
@@ -211,33 +214,43 @@ def measure_hayakoe(args, root: Path, speaker: str, texts: dict, log_dir: Path,
             'cancel': cancels}
 
 
-def measure_micro(args, root: Path, speaker: str, texts: dict, ita: list,
+def measure_micro(args, root: Path, speaker: str, texts: dict, rate_texts: dict,
                   log_dir: Path) -> dict:
-    """Per-boundary pause-prediction cost and the duration predictor's phoneme rate."""
+    """Per-boundary pause-prediction cost and the duration predictor's phoneme rate.
+
+    The phoneme rate is measured on the repository's sentences (``rate_texts['repo']``)
+    and, when the shared ITA corpus is present, on up to ``--rate-sentences`` of its
+    sentences as well (``phoneme_rate_ita``).
+    """
     log('micro-measurements: per-segment and per-boundary costs, phoneme rate')
-    worker = RawWorker('engine', log_dir, root, speaker, args.threads).wait_ready()
+    worker = RawWorker('engine', log_dir, root, speaker, args.threads).wait_until_ready()
     try:
         micro = worker.call('micro', text=texts[10], reps=args.micro_reps)
-        rate = worker.call('phoneme_rate', texts=ita[:args.rate_sentences])
+        out = {'micro': micro, 'phoneme_rate': dict(
+            worker.call('phoneme_rate', texts=rate_texts['repo']), source='repo')}
+        if rate_texts.get('ita'):
+            out['phoneme_rate_ita'] = dict(worker.call(
+                'phoneme_rate', texts=rate_texts['ita'][:args.rate_sentences]), source='ita')
     finally:
         worker.stop()
-    return {'micro': micro, 'phoneme_rate': rate}
+    return out
 
 
 def measure_openjtalk(args, texts: dict, log_dir: Path, ns: str) -> dict:
     """Speed factor and TTFA of the Open JTalk engine: pyopenjtalk vs. the node."""
     log('Open JTalk: pyopenjtalk vs. tts_node engine:=openjtalk')
     raw = RawWorker('openjtalk', log_dir)
-    node = NodeProcess({'engine': 'openjtalk', 'pacing': False}, f'{ns}_ojt', log_dir)
+    node = NodeProcess({'engine': 'openjtalk', 'pacing': False}, f'{ns}_ojt',
+                       log_dir=log_dir, wait_ready=False)
     client = None
     try:
-        raw.wait_ready()
-        node.wait_ready()
+        raw.wait_until_ready()
+        node.wait_until_ready()
         client = BenchClient(node, 'bench_client_ojt')
         raw.call('generate', text=texts[3])
         client.speak_topic(texts[3])
-        gen = {n: [] for n in SIZES}
-        node_run = {n: [] for n in SIZES}
+        gen: dict[int, list] = {n: [] for n in SIZES}
+        node_run: dict[int, list] = {n: [] for n in SIZES}
         for rep in range(args.reps):
             for n in SIZES:
                 for side in (['raw', 'node'] if rep % 2 == 0 else ['node', 'raw']):
@@ -335,6 +348,8 @@ def analyse(h: dict, micro: dict, ojt: dict) -> dict:
                 [abs(a - b) for a, b in zip(pair, left)])['median'] * 1000
         out['micro'] = m
         out['phoneme_rate'] = micro['phoneme_rate']
+        if 'phoneme_rate_ita' in micro:
+            out['phoneme_rate_ita'] = micro['phoneme_rate_ita']
     return out
 
 
@@ -517,10 +532,18 @@ def markdown(a: dict, results: dict) -> str:
                       f"{mi['boundaries']} boundaries.", '']
     if 'phoneme_rate' in a:
         pr = a['phoneme_rate']
-        parts += [f"Duration predictor speaking rate over {pr['sentences']} ITA "
-                  f"sentences: {pr['articulation']:.1f} phonemes/s articulation rate "
+        source = ("the repository's {} speaking-rate sentences (test/data/texts.yaml)"
+                  if pr.get('source') == 'repo' else '{} ITA sentences')  # older runs: ITA
+        parts += [f"Duration predictor speaking rate over "
+                  f"{source.format(pr['sentences'])}: "
+                  f"{pr['articulation']:.1f} phonemes/s articulation rate "
                   f"(pauses and punctuation left out), {pr['overall']:.1f} phonemes/s "
                   f"overall ({pr['phonemes']} phonemes, {pr['audio_s']:.0f} s).", '']
+    if 'phoneme_rate_ita' in a:
+        pr = a['phoneme_rate_ita']
+        parts += [f"The same over {pr['sentences']} ITA sentences (shared corpus, extra "
+                  f"input): {pr['articulation']:.1f} phonemes/s articulation rate, "
+                  f"{pr['overall']:.1f} overall.", '']
     return '\n'.join(parts)
 
 
@@ -574,7 +597,8 @@ def main(argv=None) -> int:
     parser.add_argument('--cancel-trials', type=int, default=7)
     parser.add_argument('--micro-reps', type=int, default=3)
     parser.add_argument('--rate-sentences', type=int, default=50,
-                        help='ITA sentences for the phoneme-rate check')
+                        help='ITA sentences for the extra phoneme-rate check (only when '
+                             'the shared corpus ../shared/corpus is present)')
     parser.add_argument('--threads', type=int, default=2,
                         help='ONNX Runtime threads of the main comparison')
     parser.add_argument('--no-openjtalk', action='store_true')
@@ -591,9 +615,8 @@ def main(argv=None) -> int:
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
     ns = f'/bench{os.getpid()}'
     machine = report.machine_info()
-    corpus = corpus_dir()
-    texts = benchmark_texts(corpus)
-    ita = ita_sentences(corpus)
+    texts = benchmark_texts()
+    rate_texts = rate_sentences()
 
     from tools.random_model import cached_model
 
@@ -615,7 +638,7 @@ def main(argv=None) -> int:
             try:
                 h = measure_hayakoe(args, root, speaker, texts, log_dir, ns)
                 micro = {} if args.no_micro else measure_micro(
-                    args, root, speaker, texts, ita, log_dir)
+                    args, root, speaker, texts, rate_texts, log_dir)
                 ojt = {} if args.no_openjtalk else measure_openjtalk(args, texts, log_dir,
                                                                      ns)
             except Exception:

@@ -13,13 +13,24 @@ if str(REPO_ROOT) not in sys.path:  # tools/ is a top-level package, not install
     sys.path.insert(0, str(REPO_ROOT))
 
 
+#: The test kinds; every test module sets ``pytestmark`` to one of them (test_lint checks
+#: it). ``make test`` runs all; ``pytest -m unit`` (or ``ros``, ``lint``) selects one kind.
+MARKERS = {
+    'unit': 'no ROS: engines, speech pipeline, pure functions (fast)',
+    'ros': 'real rclpy nodes or processes over the rmw, colcon/ament layout',
+    'lint': 'static checks: ruff, mypy, package.xml, licence headers',
+}
+
+
 def pytest_configure(config):
-    """Register warning filters for third-party noise that the tests cannot fix.
+    """Register the test-kind markers and warning filters for third-party noise.
 
     Creating an rclpy node imports rosidl_parser, which imports the ``lark-parser`` 0.12
     that the ROS 2 wheels depend on; it imports the deprecated ``sre_parse`` and
     ``sre_constants`` modules (DeprecationWarning on Python 3.11+).
     """
+    for name, text in MARKERS.items():
+        config.addinivalue_line('markers', f'{name}: {text}')
     config.addinivalue_line(
         'filterwarnings',
         r'ignore:module .sre_(parse|constants). is deprecated:DeprecationWarning')

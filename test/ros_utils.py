@@ -4,87 +4,38 @@
 
 from __future__ import annotations
 
-import itertools
-import os
-import signal
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
+from typing import Optional
 
 import numpy as np
 import rclpy
 from audio_common_msgs.action import TTS
 from audio_common_msgs.msg import AudioStamped
+from lifecycle_msgs.srv import ChangeState
 from rclpy.action import ActionClient
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.subscription import Subscription
 
-REPO = Path(__file__).resolve().parents[1]
-_NAMESPACES = itertools.count(1)
+from tools.node_process import NodeProcess, new_namespace
+
+__all__ = ['CHUNK', 'AudioRecorder', 'Client', 'NodeProcess', 'change_state', 'init_rclpy',
+           'new_namespace', 'send_goal', 'tiny_params', 'wait_future']
+
+#: Frames per audio message in the tests' node parameters.
+CHUNK = 1024
 
 
-def new_namespace() -> str:
-    """A namespace no other node of this test session uses."""
-    return f'/t{os.getpid()}_{next(_NAMESPACES)}'
-
-
-class NodeProcess:
-    """``python -m hayakoe_ros.tts_node`` in its own namespace, with its log captured."""
-
-    def __init__(self, params: dict, name: str = 'tts_node', extra_args=(),
-                 wait_ready: bool = True, timeout: float = 120.0,
-                 namespace: str = '') -> None:
-        self.namespace = namespace or new_namespace()
-        self.name = name
-        args = [sys.executable, '-m', 'hayakoe_ros.tts_node', '--ros-args',
-                '-r', f'__ns:={self.namespace}', '-r', f'__node:={name}']
-        for key, value in params.items():
-            if isinstance(value, bool):
-                value = str(value).lower()
-            args += ['-p', f'{key}:={value}']
-        args += list(extra_args)
-        self.log_path = Path(os.environ.get('PYTEST_TMP', '/tmp')) / \
-            f'tts_node{self.namespace.replace("/", "_")}.log'
-        self._log = open(self.log_path, 'w')
-        env = dict(os.environ, PYTHONUNBUFFERED='1', RCUTILS_COLORIZED_OUTPUT='0')
-        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT,
-                                     cwd=REPO, env=env)
-        if wait_ready:
-            self.wait_for_log('ready:', timeout)
-
-    def log(self) -> str:
-        """Everything the node printed so far."""
-        return self.log_path.read_text(errors='replace')
-
-    def wait_for_log(self, needle: str, timeout: float) -> None:
-        """Wait until ``needle`` appears in the log; fail with the log if the node dies."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if needle in self.log():
-                return
-            if self.proc.poll() is not None:
-                raise AssertionError(f'tts_node exited ({self.proc.returncode}):\n{self.log()}')
-            time.sleep(0.1)
-        raise AssertionError(f'{needle!r} not logged within {timeout} s:\n{self.log()}')
-
-    def topic(self, name: str) -> str:
-        """Fully qualified name of a node-relative topic/service/action."""
-        return f'{self.namespace}/{name}'
-
-    def stop(self, timeout: float = 20.0) -> int:
-        """SIGINT, wait, return the exit status (kills after ``timeout``)."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._log.close()
-        return self.proc.returncode
+def tiny_params(root, **extra) -> dict:
+    """Parameters that run the tiny hayakoe model (tree ``root``) deterministically."""
+    params = dict(engine='hayakoe', fallback_engine='none', speaker='tiny-jp',
+                  speaker_source=f'file://{root}', bert_source=f'file://{root}',
+                  noise=0.0, noise_w=0.0, sdp_ratio=0.0, chunk=CHUNK, frame_id='robot_mouth',
+                  max_lead_s=0.3, num_threads=1)
+    params.update(extra)
+    return params
 
 
 class Client:
@@ -114,7 +65,7 @@ class Client:
         """An action client of the ``TTS`` action ``name`` (waits for the server)."""
         if name in self._action_clients:
             return self._action_clients[name]
-        client = ActionClient(self.node, TTS, name)
+        client: ActionClient = ActionClient(self.node, TTS, name)
         assert client.wait_for_server(timeout_sec=30), f'no action server {name}'
         # wait_for_server() sees the goal service; give the feedback and status topics
         # time to match too, or the first feedback messages can be missed.
@@ -122,7 +73,7 @@ class Client:
         self._action_clients[name] = client
         return client
 
-    def diagnostics(self, node: 'NodeProcess', timeout: float = 10.0):
+    def diagnostics(self, node: NodeProcess, timeout: float = 10.0):
         """The latest ``DiagnosticStatus`` that ``node`` published on /diagnostics."""
         from diagnostic_msgs.msg import DiagnosticArray
 
@@ -159,7 +110,7 @@ class AudioRecorder:
     def __init__(self) -> None:
         self.msgs: list = []
         self.lock = threading.Lock()
-        self.sub = None
+        self.sub: Optional[Subscription] = None
 
     def on_msg(self, msg: AudioStamped) -> None:
         with self.lock:
@@ -197,6 +148,31 @@ def wait_future(future, timeout: float = 60.0):
             raise AssertionError('future not done in time')
         time.sleep(0.01)
     return future.result()
+
+
+def send_goal(client, action, text: str, **fields) -> tuple:
+    """Send a ``TTS`` goal through ``action``; return ``(goal_handle, feedback list)``.
+
+    Each feedback entry is ``(time.monotonic() on arrival, feedback message)``.
+    """
+    feedback: list = []
+    goal = TTS.Goal(text=text, **fields)
+    future = action.send_goal_async(
+        goal, feedback_callback=lambda fb: feedback.append((time.monotonic(), fb.feedback)))
+    handle = wait_future(future, 30)
+    assert handle.accepted
+    return handle, feedback
+
+
+def change_state(client, node, transition_id) -> bool:
+    """Request lifecycle transition ``transition_id`` of ``node``; return its success."""
+    srv = client.node.create_client(ChangeState, node.topic(f'{node.name}/change_state'))
+    assert srv.wait_for_service(timeout_sec=10)
+    req = ChangeState.Request()
+    req.transition.id = transition_id
+    ok = wait_future(srv.call_async(req), 120).success
+    client.node.destroy_client(srv)
+    return ok
 
 
 def init_rclpy() -> None:

@@ -30,9 +30,12 @@ from pathlib import Path
 import platform
 import sys
 import threading
+from typing import Any
 
 import numpy as np
 import pytest
+
+pytestmark = pytest.mark.unit
 
 REFERENCE_ENV = 'HAYAKOE_ROS_AARCH64_REFERENCE'
 REPORT_ENV = 'HAYAKOE_ROS_PARITY_REPORT'
@@ -63,7 +66,8 @@ SYNTH_CASES = {
 }
 PAUSE_CASE = ('こんにちは。', '今日はいい天気ですね。')
 #: The speech pipeline end to end: two segments, a predicted pause, gain into the limiter.
-PIPELINE_CASE = {'text': 'はい。わかりました。', 'volume': 2.0, 'chunk_frames': 1024}
+PIPELINE_CASE: dict[str, Any] = {'text': 'はい。わかりました。', 'volume': 2.0,
+                                 'chunk_frames': 1024}
 INT16_TOL = int(np.ceil(FLOAT_TOL * 32767 * PIPELINE_CASE['volume'])) + 1
 
 PHONE_KEYS = [f'phones/{name}' for name in PHONE_TEXTS]
@@ -151,7 +155,8 @@ def write_reference(path: Path, model_root: Path) -> dict:
     meta = _environment(model_root)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + '.tmp.npz')
-    np.savez(tmp, **arrays, **{META_KEY: np.array(json.dumps(meta))})
+    # numpy's stub cannot tell that no key is savez's allow_pickle keyword.
+    np.savez(tmp, **arrays, **{META_KEY: np.array(json.dumps(meta))})  # type: ignore[arg-type]
     os.replace(tmp, path)
     return meta
 

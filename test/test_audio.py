@@ -5,10 +5,13 @@
 import threading
 
 import numpy as np
+import pytest
 
 from hayakoe_ros.speech.audio import (LIMIT_CEILING, Chunker, apply_gain_and_limit,
                                       to_int16, trailing_silence_s)
 from hayakoe_ros.speech.pacing import Pacer
+
+pytestmark = pytest.mark.unit
 
 SR = 44100
 

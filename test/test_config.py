@@ -5,9 +5,12 @@
 import ast
 from pathlib import Path
 
+import pytest
 import yaml
 
 from hayakoe_ros.tts_node import PARAMETERS
+
+pytestmark = pytest.mark.unit
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -13,6 +13,8 @@ import pytest
 from hayakoe_ros.engines import EngineLoadError, VoiceParams, create_engine
 from hayakoe_ros.engines import hayakoe_internals as hk
 
+pytestmark = pytest.mark.unit
+
 torch = pytest.importorskip('torch')
 
 

@@ -12,6 +12,8 @@ from hayakoe_ros.engines import (EngineLoadError, NothingToSpeakError, UnknownSt
 from hayakoe_ros.engines import hayakoe_internals
 from hayakoe_ros.engines.hayakoe_engine import HayakoeEngine
 
+pytestmark = pytest.mark.unit
+
 
 def test_hayakoe_internals_used_by_the_node_are_still_there():
     # Fails loudly when a hayakoe release moves or renames what hayakoe_internals uses.

@@ -21,6 +21,7 @@ from tools import random_model
 # validators, and hayakoe.models.commons decorates with torch.jit.script (deprecated in
 # torch 2.13).
 pytestmark = [
+    pytest.mark.unit,
     pytest.mark.filterwarnings('ignore::pydantic.warnings.PydanticDeprecatedSince20'),
     pytest.mark.filterwarnings('ignore:`torch.jit.script` is deprecated:DeprecationWarning'),
 ]

@@ -29,6 +29,8 @@ from rclpy.utilities import get_rmw_implementation_identifier
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import interfaces_peer  # noqa: E402  (test helper beside this file)
 
+pytestmark = pytest.mark.ros
+
 PEER = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'interfaces_peer.py')
 WAIT_S = 30.0  # upper bound for discovery + delivery of any one thing
 

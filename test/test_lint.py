@@ -1,10 +1,12 @@
 # Copyright 2026 The hayakoe_ros Authors
 # SPDX-License-Identifier: AGPL-3.0-or-later
-"""Linters: ruff, package.xml checks and the licence header on every source file.
+"""Linters: ruff, mypy, package.xml checks, the licence header, test-kind markers.
 
-ruff runs pycodestyle, pyflakes, bugbear and pep257 docstring rules (ruff.toml).
+ruff runs pycodestyle, pyflakes, bugbear and pep257 docstring rules (ruff.toml); mypy
+checks the paths and with the settings in mypy.ini.
 """
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -12,6 +14,10 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
+
+from conftest import MARKERS
+
+pytestmark = pytest.mark.lint
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = sorted(
@@ -26,6 +32,42 @@ def test_ruff():
     result = subprocess.run([sys.executable, '-m', 'ruff', 'check', '--no-cache', '.'],
                             cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy():
+    result = subprocess.run([sys.executable, '-m', 'mypy', '--config-file', 'mypy.ini'],
+                            cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _marks(module: Path) -> set:
+    """Names ``<m>`` of every ``pytest.mark.<m>`` in ``module``'s top-level ``pytestmark``."""
+    for node in ast.parse(module.read_text(encoding='utf-8')).body:
+        targets = (node.targets if isinstance(node, ast.Assign) else
+                   [node.target] if isinstance(node, ast.AnnAssign) else [])
+        if any(isinstance(t, ast.Name) and t.id == 'pytestmark' for t in targets):
+            return {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)
+                    and isinstance(n.value, ast.Attribute) and n.value.attr == 'mark'}
+    return set()
+
+
+def test_every_test_module_has_exactly_one_kind_marker():
+    wrong = {}
+    for module in sorted((REPO / 'test').glob('test_*.py')):
+        kinds = _marks(module) & set(MARKERS)
+        if len(kinds) != 1:
+            wrong[module.name] = sorted(kinds)
+    assert not wrong, f'test modules without exactly one of {sorted(MARKERS)}: {wrong}'
+
+
+def test_test_modules_do_not_import_each_other():
+    offenders = []
+    for module in sorted((REPO / 'test').glob('test_*.py')):
+        for node in ast.walk(ast.parse(module.read_text(encoding='utf-8'))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ''] if isinstance(node, ast.ImportFrom) else [])
+            offenders += [f'{module.name}: {n}' for n in names if n.startswith('test_')]
+    assert not offenders, f'shared helpers belong in a helper module: {offenders}'
 
 
 def test_licence_header_on_every_source_file():

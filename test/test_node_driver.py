@@ -9,14 +9,16 @@ import pytest
 from action_msgs.msg import GoalStatus
 from diagnostic_msgs.msg import DiagnosticStatus
 from lifecycle_msgs.msg import State, Transition
-from lifecycle_msgs.srv import ChangeState, GetState
+from lifecycle_msgs.srv import GetState
 from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool
 
-from ros_utils import NodeProcess, new_namespace, wait_future
-from test_node_speech import CHUNK, send_goal, tiny_params
+from ros_utils import (CHUNK, NodeProcess, change_state, new_namespace, send_goal,
+                       tiny_params, wait_future)
+
+pytestmark = pytest.mark.ros
 
 
 @pytest.fixture(scope='module')
@@ -41,16 +43,6 @@ def speak(client, node, text, **fields):
     audio = np.concatenate([np.asarray(f.audio.audio.audio_data.int16_data, np.int16)
                             for _, f in feedback]) if feedback else np.zeros(0, np.int16)
     return result, audio, feedback
-
-
-def change_state(client, node, transition_id):
-    srv = client.node.create_client(ChangeState, node.topic(f'{node.name}/change_state'))
-    assert srv.wait_for_service(timeout_sec=10)
-    req = ChangeState.Request()
-    req.transition.id = transition_id
-    ok = wait_future(srv.call_async(req), 120).success
-    client.node.destroy_client(srv)
-    return ok
 
 
 def get_state(client, node):

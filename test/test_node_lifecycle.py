@@ -19,9 +19,8 @@ from rclpy.parameter_client import AsyncParameterClient
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool, String
 
-from ros_utils import NodeProcess, new_namespace, wait_future
-from test_node_driver import change_state
-from test_node_speech import send_goal, tiny_params
+from ros_utils import (NodeProcess, change_state, new_namespace, send_goal, tiny_params,
+                       wait_future)
 
 pytestmark = pytest.mark.ros
 
@@ -198,7 +197,9 @@ def test_speaking_stays_true_across_queued_utterances(ros_client):
 
 def _threads(pid: int) -> int:
     status = Path(f'/proc/{pid}/status').read_text()
-    return int(re.search(r'^Threads:\s+(\d+)', status, re.M).group(1))
+    match = re.search(r'^Threads:\s+(\d+)', status, re.M)
+    assert match, status
+    return int(match.group(1))
 
 
 def test_queued_goals_hold_no_threads(ros_client):

@@ -7,13 +7,14 @@ import time
 
 from action_msgs.msg import GoalStatus
 from lifecycle_msgs.msg import Transition
+import pytest
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
 
-from ros_utils import NodeProcess, wait_future
-from test_node_driver import change_state
-from test_node_speech import send_goal, tiny_params
+from ros_utils import NodeProcess, change_state, send_goal, tiny_params, wait_future
+
+pytestmark = pytest.mark.ros
 
 LONG = 'こんにちは。今日はいい天気ですね。' * 4
 

@@ -11,27 +11,17 @@ import time
 import numpy as np
 import pytest
 from action_msgs.msg import GoalStatus
-from audio_common_msgs.action import TTS
 from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.qos import ReliabilityPolicy
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from hayakoe_ros.speech import SchedulerConfig, SpeechScheduler
-from ros_utils import NodeProcess, wait_future
+from ros_utils import CHUNK, NodeProcess, send_goal, tiny_params, wait_future
 
-CHUNK = 1024
+pytestmark = pytest.mark.ros
+
 TWO_SENTENCES = 'こんにちは。今日はいい天気ですね。'
-
-
-def tiny_params(root, **extra):
-    """Parameters that run the tiny hayakoe model deterministically."""
-    params = dict(engine='hayakoe', fallback_engine='none', speaker='tiny-jp',
-                  speaker_source=f'file://{root}', bert_source=f'file://{root}',
-                  noise=0.0, noise_w=0.0, sdp_ratio=0.0, chunk=CHUNK, frame_id='robot_mouth',
-                  max_lead_s=0.3, num_threads=1)
-    params.update(extra)
-    return params
 
 
 @pytest.fixture(scope='module')
@@ -52,17 +42,6 @@ def expected_audio(engine, voice, text):
         return np.concatenate(out), utt
     finally:
         sched.shutdown()
-
-
-def send_goal(client, action, text, **fields):
-    """Send a TTS goal; return (goal_handle, feedback list)."""
-    feedback = []
-    goal = TTS.Goal(text=text, **fields)
-    future = action.send_goal_async(
-        goal, feedback_callback=lambda fb: feedback.append((time.monotonic(), fb.feedback)))
-    handle = wait_future(future, 30)
-    assert handle.accepted
-    return handle, feedback
 
 
 def test_text_topic_is_spoken_as_chunks_of_the_engines_audio(tiny_node, ros_client,

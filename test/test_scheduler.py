@@ -14,6 +14,8 @@ from hayakoe_ros.speech import (InputError, Outcome, QueueFullError, SchedulerCo
                                 SpeechScheduler)
 from hayakoe_ros.speech.audio import LIMIT_CEILING
 
+pytestmark = pytest.mark.unit
+
 SIX_SENTENCES = ('こんにちは。今日はいい天気ですね。駅まで歩きましょう。'
                  '途中で本屋に寄ります。新しい本を買いたいです。それでは出発しましょう。')
 

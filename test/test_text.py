@@ -2,13 +2,12 @@
 # SPDX-License-Identifier: AGPL-3.0-or-later
 """Input checks and segmenting of the speech pipeline (no engine, no ROS)."""
 
-from pathlib import Path
-
 import pytest
 
 from hayakoe_ros.speech.text import InputError, prepare_text, segment, strip_control
+from tools.texts import load_texts, shared_dialogue_lines, utterances
 
-CORPUS = Path(__file__).resolve().parents[2] / 'shared' / 'corpus'
+pytestmark = pytest.mark.unit
 
 
 def test_sentences_split_at_terminators_and_keep_them():
@@ -73,12 +72,43 @@ def test_mixed_latin_text_is_speakable():
     assert prepare_text('ROSのnodeを起動します', 100) == 'ROSのnodeを起動します'
 
 
-def test_robot_dialogue_corpus_segments_cover_the_text():
-    lines = (CORPUS / 'robot_dialogue.txt').read_text(encoding='utf-8').splitlines()
-    for line in filter(None, (raw.strip() for raw in lines)):
-        segs = segment(prepare_text(line, 2000), 40)
-        assert all(len(s.text) <= 40 for s in segs)
+def _robot_texts() -> list:
+    """The repository's utterances and benchmark texts, plus the shared corpus if present."""
+    texts = load_texts()
+    return (utterances() + [''.join(texts['benchmark'])] + list(texts['phoneme_rate'])
+            + shared_dialogue_lines())
+
+
+def test_repository_texts_cover_every_kind():
+    kinds = load_texts()['utterances']
+    assert {'short_reply', 'announcement', 'long_clause', 'question', 'exclamation',
+            'mixed_latin'} <= set(kinds)
+    assert all(kinds.values())
+    long_clause = kinds['long_clause'][0]
+    assert len(long_clause) > 60 and '、' in long_clause
+    assert not any(mark in long_clause[:-1] for mark in '。！？!?')
+    assert all(t.endswith(('？', '?')) for t in kinds['question'])
+    assert all('！' in t for t in kinds['exclamation'])
+    assert all(any('A' <= c <= 'Z' or 'a' <= c <= 'z' for c in t)
+               for t in kinds['mixed_latin'])
+    assert len(load_texts()['benchmark']) >= 10
+
+
+@pytest.mark.parametrize('max_chars', [20, 40, 60])
+def test_robot_texts_segment_within_bound_and_cover_the_text(max_chars):
+    for line in _robot_texts():
+        segs = segment(prepare_text(line, 2000), max_chars)
+        # A terminator right after a cut joins the segment before it (never spoken alone).
+        assert all(len(s.text.rstrip('。、！？!?')) <= max_chars for s in segs), line
         assert ''.join(s.text for s in segs).replace(' ', '') == line.replace(' ', '')
+
+
+def test_long_clause_text_is_cut_only_at_clause_marks():
+    text = utterances('long_clause')[0]
+    segs = segment(text, 30)
+    assert len(segs) >= 3
+    assert all(s.text.endswith('、') for s in segs[:-1])
+    assert ''.join(s.text for s in segs) == text
 
 
 def test_escape_sequences_go_whole():

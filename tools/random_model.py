@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+from dataclasses import dataclass
 import hashlib
 from importlib import metadata
 import json
@@ -51,7 +52,7 @@ import shutil
 import sys
 import tempfile
 import time
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 import warnings
 
 import numpy as np
@@ -789,61 +790,67 @@ def _dp_logw(net_g, c: dict[str, Any], grad: bool = False):
     return (dp.proj(x * x_mask) * x_mask).flatten()
 
 
-class _Exports:
-    """Module factory for the two exported speaker graphs."""
-
-    @staticmethod
-    def synthesizer(net_g):
-        """Return a module whose forward is hayakoe's ``synthesizer.onnx``."""
-        import torch
-
-        class Synthesizer(torch.nn.Module):
-            """``net_g.infer`` -> (audio [1, 1, samples], durations [1, phones])."""
-
-            def __init__(self, net) -> None:
-                super().__init__()
-                self.net_g = net
-
-            def forward(self, x, x_lengths, sid, tone, language, bert, style_vec,
-                        noise_scale, length_scale, noise_scale_w, sdp_ratio):
-                """Synthesise; durations are the frames per phoneme actually used."""
-                audio, attn, _, _ = self.net_g.infer(
-                    x, x_lengths, sid, tone, language, bert, style_vec,
-                    noise_scale=noise_scale, length_scale=length_scale,
-                    noise_scale_w=noise_scale_w, sdp_ratio=sdp_ratio)
-                return audio, attn.sum(2)[:, 0, :]
-
-        return Synthesizer(net_g).eval()
-
-    @staticmethod
-    def duration_predictor(net_g):
-        """Return a module whose forward is hayakoe's ``duration_predictor.onnx``."""
-        import torch
-
-        class DurationPredictor(torch.nn.Module):
-            """``net_g.predict_durations`` -> durations [1, phones]."""
-
-            def __init__(self, net) -> None:
-                super().__init__()
-                self.net_g = net
-
-            def forward(self, x, x_lengths, sid, tone, language, bert, style_vec,
-                        length_scale, noise_scale_w, sdp_ratio):
-                """Predict frames per phoneme (same code path as ``infer``)."""
-                durations = self.net_g.predict_durations(
-                    x, x_lengths, sid, tone, language, bert, style_vec,
-                    length_scale=length_scale, noise_scale_w=noise_scale_w,
-                    sdp_ratio=sdp_ratio)
-                return durations.unsqueeze(0)
-
-        return DurationPredictor(net_g).eval()
-
-
 _SYNTH_INPUTS = ('x', 'x_lengths', 'sid', 'tone', 'language', 'bert', 'style_vec',
                  'noise_scale', 'length_scale', 'noise_scale_w', 'sdp_ratio')
 _DP_INPUTS = tuple(n for n in _SYNTH_INPUTS if n != 'noise_scale')
+_N_TENSOR_INPUTS = 7  # x .. style_vec: positional; the scalars after them are keywords
 _PHONE_AXES = {'x': {1: 'phones'}, 'tone': {1: 'phones'}, 'language': {1: 'phones'},
                'bert': {2: 'phones'}, 'durations': {1: 'phones'}}
+
+
+@dataclass(frozen=True)
+class _Graph:
+    """One of hayakoe's speaker graphs: which ``net_g`` method it runs, its I/O names."""
+
+    method: str                     # SynthesizerTrn method the graph's forward calls
+    inputs: tuple[str, ...]         # input names, tensors first, then keyword scalars
+    outputs: tuple[str, ...]        # output names
+    post: Callable[[Any], Any]      # method result -> the graph's outputs
+    axes: dict[str, dict[int, str]]  # dynamic axes
+
+
+_GRAPHS = {
+    # net_g.infer -> (audio [1, 1, samples], durations [1, phones]): the frames per
+    # phoneme actually used.
+    'synthesizer.onnx': _Graph('infer', _SYNTH_INPUTS, ('audio', 'durations'),
+                               lambda out: (out[0], out[1].sum(2)[:, 0, :]),
+                               {**_PHONE_AXES, 'audio': {2: 'samples'}}),
+    # net_g.predict_durations -> durations [1, phones] (same code path as infer).
+    'duration_predictor.onnx': _Graph('predict_durations', _DP_INPUTS, ('durations',),
+                                      lambda durations: durations.unsqueeze(0), _PHONE_AXES),
+}
+
+
+def _export_graph(net_g, name: str, example: dict[str, Any], scalars: dict[str, float],
+                  path: Path) -> None:
+    """Export graph ``name`` of :data:`_GRAPHS` from ``net_g`` to ``path`` (ONNX opset 17).
+
+    ``example`` holds the calibration tensors traced with; ``scalars`` the values of the
+    graph's scalar inputs used while tracing.
+    """
+    import torch
+
+    graph = _GRAPHS[name]
+    keywords = graph.inputs[_N_TENSOR_INPUTS:]
+
+    class Graph(torch.nn.Module):
+        """``forward(*inputs)`` = ``graph.post(net_g.<graph.method>(tensors, **scalars))``."""
+
+        def __init__(self, net) -> None:
+            super().__init__()
+            self.net_g = net
+
+        def forward(self, *args):
+            """Run the method on the graph inputs, in :data:`_GRAPHS` order."""
+            result = getattr(self.net_g, graph.method)(
+                *args[:_N_TENSOR_INPUTS], **dict(zip(keywords, args[_N_TENSOR_INPUTS:])))
+            return graph.post(result)
+
+    feeds = _feeds(example, graph.inputs, **{k: scalars[k] for k in keywords})
+    torch.onnx.export(
+        Graph(net_g).eval(), tuple(feeds.values()), str(path), dynamo=False,
+        opset_version=17, input_names=list(graph.inputs), output_names=list(graph.outputs),
+        dynamic_axes=graph.axes)
 
 
 def _feeds(c: dict[str, Any], names: tuple[str, ...], **scalars: float) -> dict[str, Any]:
@@ -883,18 +890,8 @@ def _write_onnx_speaker(net_g, hps, calib: list[dict[str, Any]], directory: Path
     synth_path = directory / 'synthesizer.onnx'
     dp_path = directory / 'duration_predictor.onnx'
     with torch.no_grad():
-        feeds = _feeds(example, _SYNTH_INPUTS, **scalars)
-        torch.onnx.export(
-            _Exports.synthesizer(export_net), tuple(feeds.values()), str(synth_path),
-            dynamo=False, opset_version=17, input_names=list(_SYNTH_INPUTS),
-            output_names=['audio', 'durations'],
-            dynamic_axes={**_PHONE_AXES, 'audio': {2: 'samples'}})
-        scalars.pop('noise_scale')
-        feeds = _feeds(example, _DP_INPUTS, **scalars)
-        torch.onnx.export(
-            _Exports.duration_predictor(export_net), tuple(feeds.values()), str(dp_path),
-            dynamo=False, opset_version=17, input_names=list(_DP_INPUTS),
-            output_names=['durations'], dynamic_axes=_PHONE_AXES)
+        for path in (synth_path, dp_path):
+            _export_graph(export_net, path.name, example, scalars, path)
     _check_onnx_speaker(net_g, calib, synth_path, dp_path)
 
 

@@ -17,7 +17,7 @@ import contextlib
 import dataclasses
 import inspect
 import threading
-from typing import Iterator, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -157,7 +157,7 @@ class SegmentFeatures:
     """
 
     nlp: tuple
-    bert: object
+    bert: Any
 
     @property
     def phones(self) -> list:
@@ -215,6 +215,7 @@ def pair_durations(speaker, left: SegmentFeatures, right: SegmentFeatures,
     ids = lp[:-2] + rp[3:]
     tones = list(ltone)[:-2] + list(rtone)[3:]
     langs = list(llang)[:-2] + list(rlang)[3:]
+    bert: Any  # numpy (ONNX backend) or torch (PyTorch backend)
     if speaker._backend == 'onnx':
         bert = np.concatenate([left.bert[:, :-2], right.bert[:, 3:]], axis=1)
     else:
