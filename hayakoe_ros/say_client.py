@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from typing import Optional
 import wave
 
 import numpy as np
@@ -41,13 +42,13 @@ class SayClient(Node):
 
     def __init__(self, action_name: str = 'say') -> None:
         super().__init__('say_client')
-        self._client = ActionClient(self, TTS, action_name)
+        self._client: ActionClient = ActionClient(self, TTS, action_name)
         self.chunks: list = []
         self.sample_rate = 0
-        self.first_audio_at = None
-        self.last_rtf = None
-        self.spoken = None  # the node's utterances_spoken, from /diagnostics
-        self._baseline = None
+        self.first_audio_at: Optional[float] = None
+        self.last_rtf: Optional[float] = None
+        self.spoken: Optional[int] = None  # the node's utterances_spoken, from /diagnostics
+        self._baseline: Optional[int] = None
         self._diag = self.create_subscription(DiagnosticArray, '/diagnostics',
                                               self._on_diag, 10)
         self._lock = threading.Lock()
@@ -98,6 +99,8 @@ class SayClient(Node):
             raise TimeoutError(f'no result within {timeout:.0f} s')
         done_at = time.monotonic()
         result = result_future.result()
+        if result is None:
+            raise RuntimeError('the goal ended without a result')
         return result.status, result.result.text, sent_at, done_at
 
 

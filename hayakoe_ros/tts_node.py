@@ -31,7 +31,10 @@ from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.publisher import Publisher
 from rclpy.qos_overriding_options import QoSOverridingOptions
+from rclpy.service import Service
+from rclpy.subscription import Subscription
 from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
 
@@ -76,9 +79,9 @@ class TTSNode(LifecycleNode):
         self._log_handler = log_bridge.attach(self.get_logger())
         self._group = ReentrantCallbackGroup()
         self._say: Optional[SayActionServer] = None
-        self._audio_pub = None
-        self._text_sub = None
-        self._stop_srv = None
+        self._audio_pub: Optional[Publisher] = None
+        self._text_sub: Optional[Subscription] = None
+        self._stop_srv: Optional[Service] = None
         self._stamps = StampClock(lambda: self.get_clock().now().nanoseconds, time.monotonic)
         self._last_msg: tuple = (None, None)
         self._speaking = False

@@ -179,3 +179,17 @@ def init_rclpy() -> None:
     """rclpy.init() once per test process."""
     if not rclpy.ok():
         rclpy.init()
+
+
+def in_process_node(overrides: dict):
+    """A ``TTSNode`` in the test process (rclpy initialised), in a namespace of its own.
+
+    Args:
+        overrides: Parameter values by name, as ``-p`` would give them.
+    """
+    from rclpy.parameter import Parameter
+
+    from hayakoe_ros.tts_node import TTSNode
+
+    return TTSNode(namespace=new_namespace()[1:],
+                   parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()])

@@ -19,6 +19,8 @@ from hayakoe_ros.speech import Boundary, reading, segment
 from hayakoe_ros.speech.frontend import normalize
 from hayakoe_ros.speech.pipeline import prepare
 
+pytestmark = pytest.mark.unit
+
 REPO = Path(__file__).resolve().parents[1]
 
 _ROWS = {'a': 'アカサタナハマヤラワガザダバパァャヮ', 'i': 'イキシチニヒミリギジヂビピィ',
@@ -33,7 +35,7 @@ def canon(kana: str) -> str:
     Long vowels spelled out (ー, エイ/エー, オウ/オー), ヂ/ジ, ヅ/ズ, ヲ/オ, and anything that is
     not katakana (pauses, punctuation) dropped.
     """
-    out = []
+    out: list = []
     for ch in kana:
         if not ('ァ' <= ch <= 'ヴ' or ch == 'ー'):
             continue

@@ -19,8 +19,8 @@ from rclpy.parameter_client import AsyncParameterClient
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool, String
 
-from ros_utils import (NodeProcess, change_state, new_namespace, send_goal, tiny_params,
-                       wait_future)
+from ros_utils import (NodeProcess, change_state, in_process_node, new_namespace, send_goal,
+                       tiny_params, wait_future)
 
 pytestmark = pytest.mark.ros
 
@@ -228,13 +228,6 @@ class _Boom(RuntimeError):
     pass
 
 
-def _in_process_node(overrides: dict):
-    from hayakoe_ros.tts_node import TTSNode
-
-    return TTSNode(namespace=new_namespace()[1:],
-                   parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()])
-
-
 def test_an_unforeseen_configure_error_is_logged_and_cleaned_up(ros_client, monkeypatch,
                                                                capfd):
     import hayakoe_ros.tts_node as tts_node
@@ -244,7 +237,7 @@ def test_an_unforeseen_configure_error_is_logged_and_cleaned_up(ros_client, monk
         raise _Boom('scheduler could not start')
 
     monkeypatch.setattr(tts_node, 'SpeechScheduler', broken)
-    node = _in_process_node(dict(engine='openjtalk', autostart=False))
+    node = in_process_node(dict(engine='openjtalk', autostart=False))
     try:
         assert node.trigger_configure() == TransitionCallbackReturn.FAILURE
         err = capfd.readouterr().err
@@ -265,7 +258,7 @@ def test_an_incompatible_hayakoe_falls_back_with_a_warning(ros_client, monkeypat
 
     monkeypatch.setattr(hayakoe_internals, 'check_compatible', incompatible)
     params = tiny_params(tiny_model_root, fallback_engine='openjtalk', autostart=False)
-    node = _in_process_node(params)
+    node = in_process_node(params)
     try:
         assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
         err = capfd.readouterr().err

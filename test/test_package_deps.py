@@ -60,7 +60,7 @@ def ros_packages(imports: dict) -> dict:
 def declared(tag: str) -> set:
     """Text of every ``<tag>`` of package.xml."""
     root = ElementTree.parse(REPO / 'package.xml').getroot()
-    return {e.text.strip() for e in root.findall(tag)}
+    return {(e.text or '').strip() for e in root.findall(tag)}
 
 
 def test_every_ros_package_the_node_imports_is_an_exec_depend():

@@ -9,6 +9,8 @@ from hayakoe_ros.speech import (Boundary, InputError, Outcome, SchedulerConfig,
                                 SpeechScheduler)
 from hayakoe_ros.speech.pipeline import prepare
 
+pytestmark = pytest.mark.unit
+
 
 class Sink:
     def __init__(self):

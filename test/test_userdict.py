@@ -10,6 +10,8 @@ from hayakoe_ros.speech import UserDictionary, UserDictionaryError, reading
 from hayakoe_ros.speech import userdict
 from hayakoe_ros.speech.pipeline import prepare
 
+pytestmark = pytest.mark.ros
+
 GOOD = ('# robot names\n'
         '本日\tキョウ\n'
         '\n'
@@ -78,18 +80,18 @@ def test_print_reading_applies_a_dictionary(dictionary):
 def test_the_node_reads_the_dictionary_at_configure(ros_client, capfd, tmp_path, dictionary):
     """A bad file fails configure with the line named; a good one is applied."""
     from rclpy.lifecycle import TransitionCallbackReturn
-    from test_node_lifecycle import _in_process_node
+    from ros_utils import in_process_node
 
     bad = tmp_path / 'bad.tsv'
     bad.write_text('今日\tキョウ\n本日\tほんじつ\n', encoding='utf-8')
-    node = _in_process_node(dict(engine='openjtalk', autostart=False,
+    node = in_process_node(dict(engine='openjtalk', autostart=False,
                                  user_dictionary=str(bad)))
     try:
         assert node.trigger_configure() == TransitionCallbackReturn.FAILURE
         assert f'{bad}:2: reading' in capfd.readouterr().err
     finally:
         node.destroy_node()
-    node = _in_process_node(dict(engine='openjtalk', autostart=False,
+    node = in_process_node(dict(engine='openjtalk', autostart=False,
                                  user_dictionary=str(dictionary)))
     try:
         assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS

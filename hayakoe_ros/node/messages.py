@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import array
+from typing import Optional
 
 from audio_common_msgs.msg import AudioStamped
 from builtin_interfaces.msg import Time as TimeMsg
@@ -61,7 +62,7 @@ class StampClock:
     def __init__(self, now_ns, monotonic) -> None:
         self._now_ns = now_ns
         self._monotonic = monotonic
-        self._utterance = None
+        self._utterance: Optional[int] = None
         self._offset_ns = 0
 
     def stamp_ns(self, utterance_id: int, play_time: float) -> int:

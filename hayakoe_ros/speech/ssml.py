@@ -116,7 +116,8 @@ def say_as(kind: str, text: str) -> str:
         units = ['年', '月', '日'][-len(nums):] if len(nums[0]) < 4 else ['年', '月', '日']
         return keep(''.join(p + u for p, u in zip(parts, units)))
     if kind == 'time' and len(nums) in (2, 3):
-        reading = time_reading(*[int(n) for n in nums])
+        h, mi, *sec = [int(n) for n in nums]
+        reading = time_reading(h, mi, sec[0] if sec else None)
         if reading:
             return keep(reading)
     if kind not in ('characters', 'spell-out', 'digits', 'telephone', 'cardinal', 'number',

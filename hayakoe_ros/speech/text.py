@@ -209,7 +209,9 @@ def _len(text: str) -> int:
 
 def _unmark(text: str) -> tuple:
     """Text without no-cut marks, and the (start, end) spans the marks enclosed."""
-    out, spans, start = [], [], None
+    out: list = []
+    spans: list = []
+    start: Optional[int] = None
     for ch in text:
         if ch == KEEP_OPEN:
             start = len(out)
