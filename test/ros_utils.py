@@ -36,10 +36,11 @@ class NodeProcess:
 
     def __init__(self, params: dict, name: str = 'tts_node', extra_args=(),
                  wait_ready: bool = True, timeout: float = 120.0,
-                 namespace: str = '') -> None:
+                 namespace: str = '', module: str = 'hayakoe_ros.tts_node',
+                 env: dict = None) -> None:
         self.namespace = namespace or new_namespace()
         self.name = name
-        args = [sys.executable, '-m', 'hayakoe_ros.tts_node', '--ros-args',
+        args = [sys.executable, '-m', module, '--ros-args',
                 '-r', f'__ns:={self.namespace}', '-r', f'__node:={name}']
         for key, value in params.items():
             if isinstance(value, bool):
@@ -47,9 +48,10 @@ class NodeProcess:
             args += ['-p', f'{key}:={value}']
         args += list(extra_args)
         self.log_path = Path(os.environ.get('PYTEST_TMP', '/tmp')) / \
-            f'tts_node{self.namespace.replace("/", "_")}.log'
+            f'{name}{self.namespace.replace("/", "_")}.log'
         self._log = open(self.log_path, 'w')
-        env = dict(os.environ, PYTHONUNBUFFERED='1', RCUTILS_COLORIZED_OUTPUT='0')
+        env = dict(os.environ, PYTHONUNBUFFERED='1', RCUTILS_COLORIZED_OUTPUT='0',
+                   **(env or {}))
         self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT,
                                      cwd=REPO, env=env)
         if wait_ready:
