@@ -1,9 +1,10 @@
 # Copyright 2026 The hayakoe_ros Authors
 # SPDX-License-Identifier: AGPL-3.0-or-later
-"""player_node against a real sound server: PulseAudio (started here), a null sink, its
-monitor recorded with parec, while tts_node speaks through player_node (or the test
-publishes stamped audio). The recording must be the published audio on its stamps'
-timeline: no chunk lost, no gap beyond the stamped pauses, no underrun.
+"""player_node against a real sound server: PulseAudio started here, a null sink.
+
+The sink's monitor is recorded with parec while tts_node speaks through player_node (or
+the test publishes stamped audio). The recording must be the published audio on its
+stamps' timeline: no chunk lost, no gap beyond the stamped pauses, no underrun.
 """
 
 import time
@@ -175,8 +176,10 @@ def publish_utterance(pub, node, samples, rate, chunk):
 
 @pytest.mark.parametrize('device_rate', [0, 44100])
 def test_player_follows_a_rate_change_between_utterances(pulse, ros_client, device_rate):
-    """16 kHz then 22.05 kHz: device_rate 0 reopens the device at each rate, 44100 makes
-    the player resample; either way both utterances are heard whole, on time."""
+    """16 kHz then 22.05 kHz: both utterances are heard whole.
+
+    device_rate 0 reopens the device at each rate; 44100 makes the player resample.
+    """
     from ros_utils import new_namespace
 
     ns = new_namespace()

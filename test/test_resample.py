@@ -51,9 +51,9 @@ def test_pipeline_output_at_16k_has_the_same_pauses_in_seconds(openjtalk_engine)
     """Chunked through the scheduler: same audio length in seconds at 16 kHz as at 48."""
     lengths = {}
     for rate in (16000, 48000):
-        chunks = []
+        chunks: list = []
         sched = SpeechScheduler(ResampledEngine(openjtalk_engine, rate),
-                                lambda u, c: chunks.append(c),
+                                lambda u, c, out=chunks: out.append(c),
                                 SchedulerConfig(pacing=False, chunk_frames=512))
         try:
             utt = sched.submit('一つ目の文です。二つ目の文です。', VoiceParams())
