@@ -13,6 +13,7 @@ in the HOME handed to the player process.
 
 from __future__ import annotations
 
+import ctypes.util
 import os
 import shutil
 import subprocess
@@ -34,6 +35,8 @@ def missing() -> str:
         return f'pulseaudio/parec not installed (apt install {APT_PACKAGES})'
     if not any(os.path.exists(p) for p in _ALSA_PULSE):
         return f'ALSA pulse plugin not installed (apt install {APT_PACKAGES})'
+    if ctypes.util.find_library('portaudio') is None:
+        return f'PortAudio not installed (apt install {APT_PACKAGES})'
     return ''
 
 

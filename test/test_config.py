@@ -81,3 +81,19 @@ def test_yaml_sections_say_when_each_parameter_applies():
         if name in PARAMETERS:
             expected = 'next configure' if PARAMETERS[name].apply is Apply.RELOAD else 'live'
             assert f'({expected})' in section, (name, section)
+
+
+def test_launch_file_starts_the_player_with_real_player_parameters():
+    """play:=true starts player_node; its arguments name player_node's parameters."""
+    from hayakoe_ros.player_node import PLAYER_PARAMETERS
+
+    source = (REPO / 'launch' / 'tts.launch.py').read_text()
+    tree = ast.parse(source)
+    player = next(node.value for node in tree.body if isinstance(node, ast.Assign)
+                  and node.targets[0].id == 'PLAYER_ARGUMENTS')
+    for value in player.values:
+        name, kind = value.elts[0].value, value.elts[1].id
+        assert name in PLAYER_PARAMETERS, name
+        assert kind == type(PLAYER_PARAMETERS[name].default).__name__, name
+    assert "executable='player_node'" in source and "'play'" in source
+    assert "'player_node = hayakoe_ros.player_node:main'" in (REPO / 'setup.py').read_text()
