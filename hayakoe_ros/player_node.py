@@ -50,9 +50,13 @@ _SPECS = (
     ParameterSpec('device', '', "PortAudio output device: '' = the default output (the "
                   'sound server where one runs), else an index or part of a name from '
                   "'python3 -m sounddevice'.", Apply.RELOAD),
-    ParameterSpec('latency', 0.05, 'Output latency asked of the device (s): more survives '
+    ParameterSpec('latency', 0.1, 'Output latency asked of the device (s): more survives '
                   'CPU stalls, less starts the sound sooner.', Apply.RELOAD,
                   range=(0.005, 2.0)),
+    ParameterSpec('buffer', 0.1, 'Jitter buffer (s): the first chunk of an utterance plays '
+                  'this much later, so later chunks may arrive this much late without an '
+                  'underrun. Adds to the text-to-sound latency.', Apply.RELOAD,
+                  range=(0.0, 2.0)),
     ParameterSpec('device_rate', 0, "Device sample rate (Hz): 0 = the stream's own when the "
                   "device takes it, else the device's default; resampled (libsoxr) when they "
                   'differ.', Apply.RELOAD, range=(0, 192000)),
@@ -156,7 +160,8 @@ class PlayerNode(LifecycleNode):
         if self._errors:
             return TransitionCallbackReturn.FAILURE
         config = PlayerConfig(device=self._p('device'), latency_s=self._p('latency'),
-                              device_rate=self._p('device_rate'), volume=self._p('volume'))
+                              device_rate=self._p('device_rate'), volume=self._p('volume'),
+                              buffer_s=self._p('buffer'))
         try:
             self._player = Player(config)
         except DeviceError as exc:

@@ -45,6 +45,7 @@ PLAYER_ARGUMENTS = {
                                      "index / part of a name from 'python3 -m sounddevice'."),
     'player_latency': ('latency', float, 'Output latency asked of the device (s).'),
     'player_volume': ('volume', float, 'Linear gain of the played sound.'),
+    'player_buffer': ('buffer', float, 'Jitter buffer before an utterance plays (s).'),
     'player_device_rate': ('device_rate', int, "Device rate (Hz); 0 = the stream's own."),
 }
 

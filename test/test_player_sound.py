@@ -125,11 +125,15 @@ def test_tts_node_speaks_through_player_node_into_pulseaudio(pulse, ros_client, 
         first_sound = recording.t0 + loud_extent(heard)[0] / SINK_RATE
         latency = first_sound - t_text
         (tmp_path / 'latency.txt').write_text(f'{latency:.3f}\n')
-        print(f'text -> first sound on the null sink: {latency * 1000:.0f} ms; '
-              f'correlation {corr:.4f}')
+        ttfa = [line.split('TTFA ')[1].split(',')[0] for line in tts.log().splitlines()
+                if 'TTFA' in line]
+        lead_in = loud_extent(reference)[0] / SINK_RATE
         status = ros_client.diagnostics(player)
         values = {kv.key: kv.value for kv in status.values}
-        assert values['underruns'] == '0', values
+        print(f'text -> first sound on the null sink: {latency * 1000:.0f} ms (of which the '
+              f"voice's own leading silence {lead_in * 1000:.0f} ms; tts_node TTFA "
+              f"{ttfa[-1] if ttfa else '?'}); correlation {corr:.4f}; player: {values}")
+        assert values['underruns'] == '0' and values['xruns'] == '0', values
         assert int(values['chunks']) == len(msgs)
         assert values['device_rate_hz'] == str(SINK_RATE)
         assert float(values['output_latency_s']) > 0

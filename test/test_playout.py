@@ -151,7 +151,7 @@ def test_player_opens_the_streams_rate_or_resamples_when_the_device_refuses_it()
     player.submit(0.0, np.zeros(160, np.float32), 16000)
     assert fake.opened == [16000]  # the device takes it: no conversion
     # Between utterances (nothing queued): 44100 is refused -> the default 48000 + soxr.
-    player._playout.render(np.zeros(400, np.float32), 0.0, 0.0)
+    player._playout.render(np.zeros(3200, np.float32), 0.0, 0.0)  # 0.2 s: played out
     player.submit(1.0, np.zeros(441, np.float32), 44100)
     assert fake.opened == [16000, 48000] and player.stats().resampled == 1
     forced = Player(PlayerConfig(device_rate=48000), backend=FakeSoundDevice({16000}, 16000))

@@ -47,12 +47,15 @@ class PlayerConfig:
         device_rate: 0 = open the device at the stream's rate when it takes it (else at
             its default rate); otherwise always this rate (Hz) and resample to it.
         volume: Linear gain (1.0 = as received), clipped at full scale.
+        buffer_s: Jitter buffer (s) before the first chunk of an utterance (see
+            :class:`~.playout.Playout`).
     """
 
     device: str = ''
-    latency_s: float = 0.05
+    latency_s: float = 0.1
     device_rate: int = 0
     volume: float = 1.0
+    buffer_s: float = 0.1
 
 
 class Player:
@@ -112,7 +115,7 @@ class Player:
     # ------------------------------------------------------------------ stream
     def _open(self, rate: int) -> None:
         self._close()
-        playout = Playout(rate, self.config.volume)
+        playout = Playout(rate, self.config.volume, self.config.buffer_s)
 
         def callback(outdata, frames, time_info, status):
             if status.output_underflow:

@@ -10,9 +10,10 @@ what the device asks for, from the device's callback:
   gaplessly. If the device had already played everything before it arrived, it is
   *late*: it plays at once and counts as an underrun.
 * Any other chunk (the first of an utterance, or one after a pause the publisher put in
-  its stamps) plays at its stamp, or at once when the stamp has passed (the first chunk of
-  an utterance is stamped with its publish time, so it always plays at once), and never
-  over audio already queued (nothing is dropped, nothing overlaps).
+  its stamps) plays at its stamp, or, when the stamp has passed, after the jitter buffer
+  (``buffer_s``; the first chunk of an utterance is stamped with its publish time, so
+  this is the usual case), and never over audio already queued (nothing is dropped,
+  nothing overlaps).
 * A chunk at another rate than the device's is resampled (libsoxr, one stream per run of
   contiguous chunks, so there are no seams between chunks); the resampler's last
   ``~10 ms`` are flushed when the run ends (:meth:`Playout.flush_idle`).
@@ -67,11 +68,16 @@ class Playout:
     Args:
         device_rate: The stream's sample rate (Hz).
         volume: Linear gain applied when rendering (live; output is clipped to +-1.0).
+        buffer_s: Jitter buffer (s): a chunk that starts a run (not contiguous with the
+            previous one) plays no earlier than this after the next frame to render, so
+            the chunks after it may arrive up to this much later than their stamps
+            without an underrun. It adds to the text-to-sound latency.
     """
 
-    def __init__(self, device_rate: int, volume: float = 1.0) -> None:
+    def __init__(self, device_rate: int, volume: float = 1.0, buffer_s: float = 0.0) -> None:
         self.device_rate = int(device_rate)
         self.volume = float(volume)
+        self.buffer_frames = int(round(buffer_s * device_rate))
         self.stats = PlayoutStats()
         self._lock = threading.Lock()
         self._blocks: collections.deque = collections.deque()  # [start_frame, float32]
@@ -135,7 +141,7 @@ class Playout:
                     start = earliest
             else:
                 target = int(round(self.frame_at(stamp, now, latency_s)))
-                start = max(target, earliest, self._end_frame)
+                start = max(target, earliest + self.buffer_frames, self._end_frame)
             self._append(start, samples)
             return late
 
