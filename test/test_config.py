@@ -97,3 +97,13 @@ def test_launch_file_starts_the_player_with_real_player_parameters():
         assert kind == type(PLAYER_PARAMETERS[name].default).__name__, name
     assert "executable='player_node'" in source and "'play'" in source
     assert "'player_node = hayakoe_ros.player_node:main'" in (REPO / 'setup.py').read_text()
+
+
+def test_readme_documents_every_player_parameter_with_its_default():
+    from hayakoe_ros.player_node import PLAYER_PARAMETERS
+
+    readme = (REPO / 'README.md').read_text()
+    for name, spec in PLAYER_PARAMETERS.items():
+        default = str(spec.default).lower() if isinstance(spec.default, bool) else \
+            (spec.default if spec.default != '' else '""')
+        assert f'| `{name}` | {spec.type_name} | `{default}` |' in readme, name
