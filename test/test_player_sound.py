@@ -31,9 +31,10 @@ def pulse(tmp_path_factory):
     server.stop()
 
 
-def start_player(pulse, namespace, **params):
+def start_player(pulse, namespace, wait_ready=True, **params):
     return NodeProcess(dict(params), name='player_node', module='hayakoe_ros.player_node',
-                       namespace=namespace, env=pulse.client_env(), timeout=60)
+                       namespace=namespace, env=pulse.client_env(), timeout=60,
+                       wait_ready=wait_ready)
 
 
 def stamp_s(msg) -> float:
@@ -218,3 +219,16 @@ def test_player_follows_a_rate_change_between_utterances(pulse, ros_client, devi
         ros_client.node.destroy_publisher(pub)
     finally:
         assert player.stop() == 0, player.log()
+
+
+def test_unknown_device_fails_configure_naming_it_and_how_to_list_devices(pulse):
+    from ros_utils import new_namespace
+
+    player = start_player(pulse, new_namespace(), wait_ready=False, device='no-such-speaker')
+    try:
+        player.proc.wait(60)
+    finally:
+        code = player.stop()
+    log = player.log()
+    assert code == 1, log
+    assert "output device 'no-such-speaker'" in log and 'python3 -m sounddevice' in log, log
