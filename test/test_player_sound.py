@@ -232,3 +232,44 @@ def test_unknown_device_fails_configure_naming_it_and_how_to_list_devices(pulse)
     log = player.log()
     assert code == 1, log
     assert "output device 'no-such-speaker'" in log and 'python3 -m sounddevice' in log, log
+
+
+def test_player_plays_out_what_it_holds_when_it_is_stopped(pulse, ros_client):
+    """1.5 s of audio arrives at once (pacing off); SIGINT at once: all of it is heard."""
+    from ros_utils import new_namespace
+
+    ns = new_namespace()
+    player = start_player(pulse, ns)
+    pub = ros_client.node.create_publisher(AudioStamped, f'{ns}/audio', 100)
+    try:
+        deadline = time.monotonic() + 10
+        while pub.get_subscription_count() < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)
+        recording = pulse.record()
+        samples = noise_utterance(SINK_RATE, 1.5, 3)
+        t0 = ros_client.node.get_clock().now().nanoseconds
+        for k in range(0, samples.size, 2048):
+            part = np.zeros(2048, np.int16)
+            part[:samples[k:k + 2048].size] = samples[k:k + 2048]
+            msg = AudioStamped()
+            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(
+                t0 + int(round(k / SINK_RATE * 1e9)), 1_000_000_000)
+            info = msg.audio.info
+            info.format, info.channels, info.rate, info.chunk = 8, 1, SINK_RATE, 2048
+            msg.audio.audio_data.int16_data = part.tolist()
+            pub.publish(msg)
+        time.sleep(0.3)  # delivered; most of it still queued in the player
+        assert player.stop() == 0, player.log()
+        heard = recording.stop()
+        ref = samples / 32768.0
+        lag = best_lag(heard, ref)
+        got = heard[lag:lag + ref.size]
+        assert got.size == ref.size, 'the end is missing'
+        tail = slice(ref.size - 4096, ref.size)  # the last two chunks, the last one above all
+        corr = np.dot(got[tail], ref[tail]) / np.sqrt(np.dot(got[tail], got[tail]) *
+                                                      np.dot(ref[tail], ref[tail]))
+        assert corr > 0.99, corr
+    finally:
+        ros_client.node.destroy_publisher(pub)
+        player.stop()
