@@ -27,6 +27,7 @@ setup(
     entry_points={
         'console_scripts': [
             'tts_node = hayakoe_ros.tts_node:main',
+            'player_node = hayakoe_ros.player_node:main',
             'say = hayakoe_ros.say:main',
         ],
     },

@@ -23,6 +23,12 @@ from audio_common_msgs.action import TTS
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.action import ActionClient
 from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+#: Depth of the client's feedback queue: the node's audio depth (qos_depth, 100): the WAV
+#: is written from feedback, and rclpy's default depth 10 lost chunks when the client
+#: stalled for 0.3 s.
+FEEDBACK_DEPTH = 100
 
 
 def write_wav(path: str, samples: np.ndarray, sample_rate: int) -> None:
@@ -42,7 +48,9 @@ class SayClient(Node):
 
     def __init__(self, action_name: str = 'say') -> None:
         super().__init__('say_client')
-        self._client: ActionClient = ActionClient(self, TTS, action_name)
+        self._client: ActionClient = ActionClient(
+            self, TTS, action_name, feedback_sub_qos_profile=QoSProfile(
+                depth=FEEDBACK_DEPTH, reliability=ReliabilityPolicy.RELIABLE))
         self.chunks: list = []
         self.sample_rate = 0
         self.first_audio_at: Optional[float] = None

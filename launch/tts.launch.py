@@ -2,6 +2,9 @@
 # SPDX-License-Identifier: AGPL-3.0-or-later
 """Start ``tts_node``: ``ros2 launch hayakoe_ros tts.launch.py [arg:=value ...]``.
 
+``play:=true`` starts ``player_node`` beside it (same namespace, same ``audio`` remap),
+which plays the audio on the robot's speaker (``player_device:=`` picks the device).
+
 Parameters come from ``config/tts.yaml`` (or ``params_file:=``); any voice/engine argument
 given on the command line overrides the file. ``ros2 launch hayakoe_ros tts.launch.py
 --show-args`` lists every argument.
@@ -34,6 +37,16 @@ PARAMETER_ARGUMENTS = {
     'chunk': (int, 'Frames per audio message.'),
     'frame_id': (str, 'header.frame_id of audio messages.'),
     'autostart': (bool, 'Configure and activate without a lifecycle manager (true/false).'),
+}
+
+# Launch arguments of player_node (play:=true): argument -> (parameter, type, help).
+PLAYER_ARGUMENTS = {
+    'player_device': ('device', str, "Output device: '' = default (the sound server), or an "
+                                     "index / part of a name from 'python3 -m sounddevice'."),
+    'player_latency': ('latency', float, 'Output latency asked of the device (s).'),
+    'player_volume': ('volume', float, 'Linear gain of the played sound.'),
+    'player_buffer': ('buffer', float, 'Jitter buffer before an utterance plays (s).'),
+    'player_device_rate': ('device_rate', int, "Device rate (Hz); 0 = the stream's own."),
 }
 
 # An action is a set of services and topics. rcl remaps action names as a whole only
@@ -80,7 +93,26 @@ def _node(context, *args, **kwargs):
     level = LaunchConfiguration('log_level').perform(context)
     logger = node_logger_name(LaunchConfiguration('namespace').perform(context),
                               LaunchConfiguration('node_name').perform(context))
-    return [LifecycleNode(
+    nodes = []
+    namespace = LaunchConfiguration('namespace').perform(context)
+    if typed('play', bool, LaunchConfiguration('play').perform(context)):
+        player_params = {}
+        for arg, (name, kind, _) in PLAYER_ARGUMENTS.items():
+            value = LaunchConfiguration(arg).perform(context)
+            if value != '':
+                player_params[name] = typed(arg, kind, value)
+        nodes.append(LifecycleNode(
+            package='hayakoe_ros',
+            executable='player_node',
+            name='player_node',
+            namespace=LaunchConfiguration('namespace'),
+            output='screen',
+            parameters=[player_params],
+            remappings=[('audio', LaunchConfiguration('audio_topic'))],
+            arguments=['--ros-args', '--log-level',
+                       f"{node_logger_name(namespace, 'player_node')}:={level}"],
+        ))
+    return nodes + [LifecycleNode(
         package='hayakoe_ros',
         executable='tts_node',
         name=LaunchConfiguration('node_name'),
@@ -112,7 +144,13 @@ def generate_launch_description():
         DeclareLaunchArgument('log_level', default_value='info',
                               description="Level of the node's logger: debug, info, warn, "
                                           'error (rcl and rmw keep theirs).'),
+        DeclareLaunchArgument('play', default_value='false',
+                              description='Also start player_node: play the audio on this '
+                                          "machine's speaker (true/false)."),
     ]
+    arguments += [DeclareLaunchArgument(arg, default_value='',
+                                        description=text + ' Empty: the default.')
+                  for arg, (_, _, text) in PLAYER_ARGUMENTS.items()]
     arguments += [DeclareLaunchArgument(name, default_value='',
                                         description=text + ' Empty: from params_file.')
                   for name, (_, text) in PARAMETER_ARGUMENTS.items()]

@@ -116,3 +116,26 @@ def test_pacer_wait_is_interrupted_by_stop():
     pacer.release(0, stop)
     stop.set()
     assert pacer.release(10_000, stop) is None  # would wait 10 s
+
+
+def test_pacer_lead_is_capped_at_three_chunks_whatever_max_lead_s():
+    """0.3 s of lead with 2048-frame chunks at 44.1 kHz is 6.5 chunks: capped at 3."""
+    from hayakoe_ros.speech.pacing import MAX_LEAD_CHUNKS
+
+    clock = FakeClock()
+    pacer = Pacer(44100, max_lead_s=0.3, clock=clock)
+    stop = AdvancingEvent(clock)
+    released_at = []
+    for k in range(40):
+        pacer.release(k * 2048, stop)
+        released_at.append(clock.now)
+    chunk_s = 2048 / 44100
+    assert MAX_LEAD_CHUNKS == 3 and abs(pacer.lead_s - 3 * chunk_s) < 1e-12
+    # Chunks 0..3 go out at once (chunk 0 plays now, 1..3 within the lead), chunk 4 waits.
+    assert released_at[3] == released_at[0] and released_at[4] > released_at[0]
+    for k, t in enumerate(released_at):  # never more than 3 chunks ahead of playback
+        assert (released_at[0] + k * chunk_s) - t <= 3 * chunk_s + 1e-9
+    # A short max_lead_s is still the bound.
+    small = Pacer(44100, max_lead_s=0.05, clock=FakeClock())
+    small.release(0, stop), small.release(2048, stop)
+    assert small.lead_s == 0.05

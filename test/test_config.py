@@ -84,3 +84,29 @@ def test_yaml_sections_say_when_each_parameter_applies():
         if name in PARAMETERS:
             expected = 'next configure' if PARAMETERS[name].apply is Apply.RELOAD else 'live'
             assert f'({expected})' in section, (name, section)
+
+
+def test_launch_file_starts_the_player_with_real_player_parameters():
+    """play:=true starts player_node; its arguments name player_node's parameters."""
+    from hayakoe_ros.player_node import PLAYER_PARAMETERS
+
+    source = (REPO / 'launch' / 'tts.launch.py').read_text()
+    tree = ast.parse(source)
+    player = next(node.value for node in tree.body if isinstance(node, ast.Assign)
+                  and node.targets[0].id == 'PLAYER_ARGUMENTS')
+    for value in player.values:
+        name, kind = value.elts[0].value, value.elts[1].id
+        assert name in PLAYER_PARAMETERS, name
+        assert kind == type(PLAYER_PARAMETERS[name].default).__name__, name
+    assert "executable='player_node'" in source and "'play'" in source
+    assert "'player_node = hayakoe_ros.player_node:main'" in (REPO / 'setup.py').read_text()
+
+
+def test_readme_documents_every_player_parameter_with_its_default():
+    from hayakoe_ros.player_node import PLAYER_PARAMETERS
+
+    readme = (REPO / 'README.md').read_text()
+    for name, spec in PLAYER_PARAMETERS.items():
+        default = str(spec.default).lower() if isinstance(spec.default, bool) else \
+            (spec.default if spec.default != '' else '""')
+        assert f'| `{name}` | {spec.type_name} | `{default}` |' in readme, name

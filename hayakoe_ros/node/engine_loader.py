@@ -12,6 +12,7 @@ import time
 from typing import Callable, Optional
 
 from ..engines import Engine, EngineLoadError, UnknownStyleError, VoiceParams, create_engine
+from ..speech.resample import ResampledEngine
 from .parameters import FallbackEngine
 
 
@@ -44,7 +45,10 @@ class EngineLoader:
         engine = self.engine
         if engine is None:
             return 'no engine'
-        return (f'{self.voice_name} ({engine.device}, {engine.sample_rate} Hz)'
+        rate = f'{engine.sample_rate} Hz'
+        if isinstance(engine, ResampledEngine):
+            rate += f' resampled from {engine.engine_rate} Hz'
+        return (f'{self.voice_name} ({engine.device}, {rate})'
                 + (' [FALLBACK voice]' if self.fallback_reason else ''))
 
     def adapt_voice(self, voice: VoiceParams) -> VoiceParams:
@@ -103,6 +107,14 @@ class EngineLoader:
                 self._log.error(f'fallback engine failed too: {exc2}')
                 return None
         load_s = time.perf_counter() - t0
+        if params.get('output_rate'):  # one output rate for every voice, fallback included
+            try:
+                engine = ResampledEngine(engine, params['output_rate'])
+            except ValueError as exc:
+                engine.close()
+                self.engine_error = str(exc)
+                self._log.error(f'{exc} (parameter output_rate)')
+                return None
         self.engine = engine
         try:
             engine.check_voice(voice())

@@ -201,13 +201,18 @@ _SPECS = (
                   '[<TAB>accent type] per line, for both voices (empty: none).', Apply.RELOAD),
     ParameterSpec('chunk', 2048, 'Frames (samples) per audio message.', range=(64, 1048576)),
     ParameterSpec('frame_id', 'tts', 'header.frame_id of audio messages.'),
-    ParameterSpec('max_lead_s', 0.3, 'Publish audio at most this far ahead of playback (s).',
-                  range=(0.0, 60.0)),
+    ParameterSpec('max_lead_s', 0.3, 'Publish audio at most this far ahead of playback (s), '
+                  'and at most 3 chunks ahead (so a depth-5 best-effort player keeps every '
+                  'chunk).', range=(0.0, 60.0)),
     ParameterSpec('pacing', True, 'Publish at playback rate (false: as fast as synthesis '
                   'allows).'),
     # --- interfaces (reload) ---
     ParameterSpec('qos_depth', 100, 'Depth of the audio publisher queue (keep-last).',
                   Apply.RELOAD, range=(1, 100000)),
+    ParameterSpec('output_rate', 0, "Sample rate of the published audio (Hz): 0 = the "
+                  "engine's own (hayakoe 44100, Open JTalk 48000); else the voice, fallback "
+                  'included, is resampled to it (libsoxr). At least 8000.', Apply.RELOAD,
+                  range=(0, 192000)),
     ParameterSpec('diagnostics_period_s', 1.0, 'Period of /diagnostics messages (s).',
                   Apply.RELOAD, range=(0.1, 60.0)),
     ParameterSpec('autostart', True, 'Configure and activate at start-up (no lifecycle '

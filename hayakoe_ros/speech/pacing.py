@@ -5,6 +5,13 @@
 Chunks are released at playback rate, at most ``max_lead_s`` ahead of the playback clock.
 What has not been released can still be withheld, which is what makes an interrupt
 audible at once: after a cancel, at most ``max_lead_s`` of audio is already downstream.
+
+The lead is also bounded to :data:`MAX_LEAD_CHUNKS` chunks. A subscriber that takes one
+chunk at a time at playback rate (a blocking audio write per message, as mgonzs13's
+``audio_player_node`` does) holds the lead in its queue; with SensorDataQoS (best effort,
+keep-last 5), a lead of 0.3 s (7 chunks of 2048 frames at 44.1 kHz) overflowed it and
+lost chunks 1 and 2 of every utterance. Three chunks ahead plus the one being written
+leaves a margin of one message in a depth-5 queue.
 """
 
 from __future__ import annotations
@@ -12,6 +19,9 @@ from __future__ import annotations
 import threading
 import time
 from typing import Callable, Optional
+
+#: Most chunks released ahead of the one playing (see the module docstring).
+MAX_LEAD_CHUNKS = 3
 
 
 class Pacer:
@@ -21,6 +31,10 @@ class Pacer:
     where ``t0`` is the time the first chunk was released. When synthesis falls behind
     (an underrun), the clock is moved forward so that the late chunk plays when released,
     and the stamps stay truthful.
+
+    The lead is ``min(max_lead_s, MAX_LEAD_CHUNKS * chunk / sample_rate)``, where the chunk
+    size (frames) is the stride between the first two :meth:`release` calls (the
+    scheduler releases fixed-size chunks); the first chunk is released at once anyway.
 
     Args:
         sample_rate: Hz.
@@ -37,7 +51,16 @@ class Pacer:
         self.enabled = bool(enabled)
         self._clock = clock
         self._t0: Optional[float] = None
+        self._first_index = 0
+        self._chunk_frames = 0
         self.underruns = 0
+
+    @property
+    def lead_s(self) -> float:
+        """Effective lead (s): ``max_lead_s``, capped at :data:`MAX_LEAD_CHUNKS` chunks."""
+        if not self._chunk_frames:
+            return self.max_lead_s
+        return min(self.max_lead_s, MAX_LEAD_CHUNKS * self._chunk_frames / self.sample_rate)
 
     def play_time(self, sample_index: int) -> float:
         """Monotonic playback time (s) of ``sample_index``; the clock must have started."""
@@ -53,7 +76,10 @@ class Pacer:
         now = self._clock()
         if self._t0 is None:
             self._t0 = now - sample_index / self.sample_rate
+            self._first_index = sample_index
             return self.play_time(sample_index)
+        if not self._chunk_frames and sample_index > self._first_index:
+            self._chunk_frames = sample_index - self._first_index
         if not self.enabled:
             return self.play_time(sample_index)
         play = self.play_time(sample_index)
@@ -61,7 +87,7 @@ class Pacer:
             self._t0 += now - play
             self.underruns += 1
             return self.play_time(sample_index)
-        wait = play - self.max_lead_s - now
+        wait = play - self.lead_s - now
         if wait > 0 and stop.wait(wait):
             return None
         return play

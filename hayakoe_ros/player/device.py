@@ -1,0 +1,241 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""Sound output through PortAudio (``sounddevice``), with rate choice (no ROS imports).
+
+PortAudio reaches ALSA, and through ALSA's default device the sound server where one
+runs (PipeWire's or PulseAudio's ALSA plugin on Ubuntu 24.04 and Raspberry Pi OS), or the
+card itself (``hw:``/``plughw:`` names, a Pi 4B's 3.5 mm jack or a USB speaker) on a
+headless robot. :class:`Player` opens one callback stream and renders a
+:class:`~.playout.Playout` into it; the stream is reopened at a new rate when the incoming
+rate changes while nothing is queued (between utterances), if the device takes that rate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from typing import Callable, Optional, Union
+
+import numpy as np
+
+from .playout import Playout, PlayoutStats
+
+
+class DeviceError(RuntimeError):
+    """The sound device cannot be found, opened or started (the message says which)."""
+
+
+def _sounddevice():
+    try:
+        import sounddevice
+    except OSError as exc:  # the module imports, but libportaudio2 is missing
+        raise DeviceError(f'PortAudio is not available ({exc}); install libportaudio2 '
+                          '(Debian/Ubuntu: apt install libportaudio2)') from exc
+    return sounddevice
+
+
+@dataclasses.dataclass(frozen=True)
+class PlayerConfig:
+    """Output settings.
+
+    Attributes:
+        device: PortAudio output device: '' = the default output, else an index or a
+            (sub)string of the name as ``python3 -m sounddevice`` lists them.
+        latency_s: Output latency asked of the device (s): larger survives CPU stalls,
+            smaller starts the sound sooner.
+        device_rate: 0 = open the device at the stream's rate when it takes it (else at
+            its default rate); otherwise always this rate (Hz) and resample to it.
+        volume: Linear gain (1.0 = as received), clipped at full scale.
+        buffer_s: Jitter buffer (s) before the first chunk of an utterance (see
+            :class:`~.playout.Playout`).
+    """
+
+    device: str = ''
+    latency_s: float = 0.1
+    device_rate: int = 0
+    volume: float = 1.0
+    buffer_s: float = 0.1
+
+
+class Player:
+    """One output stream fed from stamped chunks (thread-safe).
+
+    Args:
+        config: :class:`PlayerConfig`.
+        clock: Monotonic clock (s).
+        backend: The ``sounddevice`` module (injectable for tests of the rate policy).
+    """
+
+    def __init__(self, config: PlayerConfig, clock: Callable[[], float] = time.monotonic,
+                 backend=None) -> None:
+        self.config = config
+        self._clock = clock
+        self._sd = backend if backend is not None else _sounddevice()
+        self._lock = threading.RLock()
+        self._stream = None
+        self._playout: Optional[Playout] = None
+        self._stream_rate = 0
+        self.device_name = ''
+        self.xruns = 0
+        self._base = PlayoutStats()  # counters of streams closed since reset_stats()
+        self._device = self._resolve(config.device)
+
+    # ------------------------------------------------------------------ device choice
+    def _resolve(self, device: str) -> Union[int, str, None]:
+        """The PortAudio device of ``device`` (index, name or None for the default)."""
+        sd = self._sd
+        spec: Union[int, str, None] = None
+        if device.strip():
+            spec = int(device) if device.strip().isdigit() else device.strip()
+        try:
+            info = sd.query_devices(spec, 'output')
+        except (ValueError, sd.PortAudioError) as exc:
+            raise DeviceError(f"output device {device or '(default)'!r}: {exc}; "
+                              'list the devices with: python3 -m sounddevice') from exc
+        self.device_name = str(info['name'])
+        self._default_rate = int(info['default_samplerate'])
+        return spec
+
+    def takes_rate(self, rate: int) -> bool:
+        """True if the device accepts mono float32 at ``rate`` Hz."""
+        try:
+            self._sd.check_output_settings(device=self._device, channels=1,
+                                           dtype='float32', samplerate=rate)
+            return True
+        except Exception:  # PortAudioError or ValueError: not supported
+            return False
+
+    def rate_for(self, rate: int) -> int:
+        """Device rate to open for a stream at ``rate`` Hz (see :class:`PlayerConfig`)."""
+        if self.config.device_rate:
+            return int(self.config.device_rate)
+        return rate if self.takes_rate(rate) else self._default_rate
+
+    # ------------------------------------------------------------------ stream
+    def _open(self, rate: int) -> None:
+        self._close()
+        playout = Playout(rate, self.config.volume, self.config.buffer_s)
+
+        def callback(outdata, frames, time_info, status):
+            if status.output_underflow:
+                self.xruns += 1
+            playout.render(outdata, time_info.outputBufferDacTime + offset,
+                           time_info.currentTime + offset)
+
+        try:
+            stream = self._sd.OutputStream(
+                samplerate=rate, channels=1, dtype='float32', device=self._device,
+                latency=self.config.latency_s, callback=callback)
+            # Map the stream's clock to the monotonic clock (both read here, once).
+            offset = self._clock() - stream.time
+            stream.start()
+        except Exception as exc:
+            raise DeviceError(f'cannot open {self.device_name!r} at {rate} Hz: {exc}') from exc
+        self._stream, self._playout, self._stream_rate = stream, playout, rate
+
+    def _close(self) -> None:
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            try:
+                stream.abort()
+                stream.close()
+            except Exception:  # already gone: nothing to release
+                pass
+        if self._playout is not None:
+            self._base = _add(self._base, self._playout.stats)
+            self._playout = None
+
+    def submit(self, stamp: float, samples: np.ndarray, rate: int) -> bool:
+        """Queue one chunk (see :meth:`Playout.push`); opens or reopens the stream.
+
+        Args:
+            stamp: Intended playback time of its first sample (monotonic s).
+            samples: Mono float32 ``(frames,)``, +-1.0 full scale.
+            rate: Its sample rate (Hz).
+
+        Returns:
+            True if the chunk was late (an underrun).
+
+        Raises:
+            DeviceError: the device cannot be opened.
+        """
+        with self._lock:
+            playout = self._playout
+            if playout is None or (rate != playout.device_rate
+                                   and playout.silent(self._clock())
+                                   and self.rate_for(rate) != playout.device_rate):
+                self._open(self.rate_for(rate))  # between utterances: follow the rate
+                playout = self._playout
+            return playout.push(stamp, samples, rate, self._clock(), self.latency_s)
+
+    def drain(self, timeout: float) -> bool:
+        """Wait (at most ``timeout`` s) until everything queued has been played."""
+        deadline = self._clock() + timeout
+        with self._lock:
+            playout = self._playout
+        if playout is None:
+            return True
+        playout.flush_idle(self._clock(), -1.0)
+        while not playout.silent(self._clock()):  # queued, or still in the DAC's buffer
+            if self._clock() > deadline:
+                return False
+            time.sleep(0.01)
+        return True
+
+    def close(self, drain_timeout: float = 0.0) -> None:
+        """Play what is queued (up to ``drain_timeout`` s), then close the stream."""
+        if drain_timeout > 0:
+            self.drain(drain_timeout)
+        with self._lock:
+            self._close()
+
+    def tick(self, idle_s: float) -> None:
+        """Periodic upkeep: flush a resampled run that has been idle for ``idle_s`` s."""
+        playout = self._playout
+        if playout is not None:
+            playout.flush_idle(self._clock(), idle_s)
+
+    def set_volume(self, volume: float) -> None:
+        """Change the gain at once (live)."""
+        self.config = dataclasses.replace(self.config, volume=float(volume))
+        playout = self._playout
+        if playout is not None:
+            playout.volume = float(volume)
+
+    # ------------------------------------------------------------------ state
+    @property
+    def stream_rate(self) -> int:
+        """Rate the device is open at (Hz), 0 when closed."""
+        return self._stream_rate if self._stream is not None else 0
+
+    @property
+    def latency_s(self) -> float:
+        """Output latency (s): measured by the callback, else the stream's, else asked."""
+        playout, stream = self._playout, self._stream
+        if playout is not None and playout.stats.output_latency_s > 0:
+            return playout.stats.output_latency_s
+        if stream is not None:
+            return float(stream.latency)
+        return self.config.latency_s
+
+    @property
+    def queued_s(self) -> float:
+        """Audio waiting to be played (s)."""
+        playout = self._playout
+        return playout.queued_s if playout is not None else 0.0
+
+    def stats(self) -> PlayoutStats:
+        """Counters summed over every stream opened since :meth:`reset_stats`."""
+        playout = self._playout
+        total = _add(self._base, playout.stats) if playout is not None else self._base
+        total.output_latency_s = self.latency_s
+        return total
+
+
+def _add(a: PlayoutStats, b: PlayoutStats) -> PlayoutStats:
+    return PlayoutStats(chunks=a.chunks + b.chunks, underruns=a.underruns + b.underruns,
+                        late_s=a.late_s + b.late_s,
+                        frames_played=a.frames_played + b.frames_played,
+                        output_latency_s=b.output_latency_s,
+                        resampled=a.resampled + b.resampled)

@@ -1,0 +1,222 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""Timeline of a sound device's output: stamped chunks in, rendered buffers out (no ROS).
+
+A :class:`Playout` places each received chunk on the device's frame timeline and renders
+what the device asks for, from the device's callback:
+
+* A chunk whose stamp continues the previous chunk's (``stamp == previous stamp +
+  previous frames / rate``, within :data:`CONTIGUOUS_TOL_S`) is played right after it,
+  gaplessly. If the device had already played everything before it arrived, it is
+  *late*: it plays at once and counts as an underrun.
+* Any other chunk (the first of an utterance, or one after a pause the publisher put in
+  its stamps) plays at its stamp, or, when the stamp has passed, after the jitter buffer
+  (``buffer_s``; the first chunk of an utterance is stamped with its publish time, so
+  this is the usual case), and never over audio already queued (nothing is dropped,
+  nothing overlaps).
+* A chunk at another rate than the device's is resampled (libsoxr, one stream per run of
+  contiguous chunks, so there are no seams between chunks); the resampler's last
+  ``~10 ms`` are flushed when the run ends (:meth:`Playout.flush_idle`).
+
+Times are monotonic seconds; device frames count from the stream's start.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import threading
+from typing import Optional
+
+import numpy as np
+import soxr
+
+#: Two chunks whose stamps differ from exact continuation by at most this much (s) are
+#: contiguous (the tts_node stamps are exact to the nanosecond within an utterance).
+CONTIGUOUS_TOL_S = 0.002
+
+#: libsoxr quality recipe of the player's rate conversion.
+RESAMPLE_QUALITY = 'HQ'
+
+
+@dataclasses.dataclass
+class PlayoutStats:
+    """Counters since the last :meth:`Playout.reset_stats`.
+
+    Attributes:
+        chunks: Chunks received.
+        underruns: Late chunks: contiguous with the previous chunk but received after the
+            device had played everything queued (played at once, after a gap).
+        late_s: Total silence that underruns put into the sound (s).
+        frames_played: Device frames of audio rendered (silence between chunks excluded).
+        output_latency_s: Last measured time from rendering a buffer to hearing it (s):
+            the device's DAC time minus the callback's current time.
+        resampled: Chunks that were resampled to the device rate.
+    """
+
+    chunks: int = 0
+    underruns: int = 0
+    late_s: float = 0.0
+    frames_played: int = 0
+    output_latency_s: float = 0.0
+    resampled: int = 0
+
+
+class Playout:
+    """Frame timeline of one open output stream (thread-safe: pushes vs. renders).
+
+    Args:
+        device_rate: The stream's sample rate (Hz).
+        volume: Linear gain applied when rendering (live; output is clipped to +-1.0).
+        buffer_s: Jitter buffer (s): a chunk that starts a run (not contiguous with the
+            previous one) plays no earlier than this after the next frame to render, so
+            the chunks after it may arrive up to this much later than their stamps
+            without an underrun. It adds to the text-to-sound latency.
+    """
+
+    def __init__(self, device_rate: int, volume: float = 1.0, buffer_s: float = 0.0) -> None:
+        self.device_rate = int(device_rate)
+        self.volume = float(volume)
+        self.buffer_frames = int(round(buffer_s * device_rate))
+        self.stats = PlayoutStats()
+        self._lock = threading.Lock()
+        self._blocks: collections.deque = collections.deque()  # [start_frame, float32]
+        self._frame = 0                    # next frame the device will render
+        self._ref: Optional[tuple] = None  # (frame, monotonic DAC time) of the last render
+        self._end_frame = 0                # end of the last queued block
+        self._prev_stamp_end: Optional[float] = None
+        self._prev_rate = 0
+        self._resampler = None
+        self._last_push = 0.0
+        #: Monotonic time (s) at which the last audio rendered so far will have been heard.
+        self.audible_until = 0.0
+
+    # ------------------------------------------------------------------ producer side
+    def frame_at(self, t: float, now: float, latency_s: float) -> float:
+        """Device frame that plays at monotonic time ``t`` (needs no lock: a snapshot)."""
+        if self._ref is None:  # not rendered yet: the next frame plays after the latency
+            frame, when = self._frame, now + latency_s
+        else:
+            frame, when = self._ref
+        return frame + (t - when) * self.device_rate
+
+    def push(self, stamp: float, samples: np.ndarray, rate: int, now: float,
+             latency_s: float = 0.0) -> bool:
+        """Queue one chunk.
+
+        Args:
+            stamp: Intended playback time of its first sample, monotonic seconds.
+            samples: Mono float32 PCM ``(frames,)``, +-1.0 full scale, at ``rate``.
+            rate: Its sample rate (Hz).
+            now: Current monotonic time (s).
+            latency_s: Output latency to assume before the device's first render (s).
+
+        Returns:
+            True if it was late (an underrun), else False.
+        """
+        samples = np.asarray(samples, dtype=np.float32)
+        with self._lock:
+            self.stats.chunks += 1
+            contiguous = (self._prev_stamp_end is not None and rate == self._prev_rate
+                          and abs(stamp - self._prev_stamp_end) <= CONTIGUOUS_TOL_S)
+            if not contiguous:
+                self._flush_resampler()
+            self._prev_stamp_end = stamp + samples.size / rate
+            self._prev_rate = rate
+            self._last_push = now
+            if rate != self.device_rate:
+                self.stats.resampled += 1
+                if self._resampler is None:
+                    self._resampler = soxr.ResampleStream(
+                        rate, self.device_rate, 1, dtype='float32', quality=RESAMPLE_QUALITY)
+                samples = self._resampler.resample_chunk(samples, last=False)
+            earliest = self._frame
+            late = False
+            if contiguous:
+                start = self._end_frame
+                if start < earliest:
+                    late = True
+                    self.stats.underruns += 1
+                    self.stats.late_s += (earliest - start) / self.device_rate
+                    start = earliest
+            else:
+                target = int(round(self.frame_at(stamp, now, latency_s)))
+                start = max(target, earliest + self.buffer_frames, self._end_frame)
+            self._append(start, samples)
+            return late
+
+    def _append(self, start: int, samples: np.ndarray) -> None:
+        if samples.size:
+            self._blocks.append([start, samples])
+            self._end_frame = start + samples.size
+
+    def _flush_resampler(self) -> None:
+        """Append the resampler's held-back tail right after its run (lock held)."""
+        if self._resampler is not None:
+            tail = self._resampler.resample_chunk(np.zeros(0, np.float32), last=True)
+            self._resampler = None
+            self._append(max(self._end_frame, self._frame), tail)
+
+    def flush_idle(self, now: float, idle_s: float) -> None:
+        """End a resampled run that got no chunk for ``idle_s`` s (emits its tail)."""
+        with self._lock:
+            if self._resampler is not None and now - self._last_push > idle_s:
+                self._flush_resampler()
+                self._prev_stamp_end = None
+
+    # ------------------------------------------------------------------ device side
+    def render(self, out: np.ndarray, dac_time: float, now: float) -> None:
+        """Fill ``out`` (float32 ``(frames,)`` or ``(frames, channels)``) for the device.
+
+        Args:
+            out: The device buffer; every channel gets the same (mono) signal.
+            dac_time: Monotonic time (s) at which its first frame will be heard.
+            now: Monotonic time of the callback (s); ``dac_time - now`` is the latency.
+        """
+        n = out.shape[0]
+        mono = np.zeros(n, np.float32)
+        with self._lock:
+            frame = self._frame
+            self._ref = (frame, dac_time)
+            self.stats.output_latency_s = max(0.0, dac_time - now)
+            end = frame + n
+            while self._blocks:
+                start, data = self._blocks[0]
+                if start >= end:
+                    break
+                lo, hi = max(start, frame), min(start + data.size, end)
+                if hi > lo:
+                    mono[lo - frame:hi - frame] = data[lo - start:hi - start]
+                    self.stats.frames_played += hi - lo
+                    self.audible_until = dac_time + (hi - frame) / self.device_rate
+                if start + data.size <= end:
+                    self._blocks.popleft()
+                else:
+                    break
+            self._frame = end
+            volume = self.volume
+        if volume != 1.0:
+            np.clip(mono * np.float32(volume), -1.0, 1.0, out=mono)
+        if out.ndim == 2:
+            out[:] = mono[:, None]
+        else:
+            out[:] = mono
+
+    # ------------------------------------------------------------------ state
+    @property
+    def queued_s(self) -> float:
+        """Audio queued and not yet rendered, up to the end of the last chunk (s)."""
+        with self._lock:
+            pending = self._resampler is not None
+            return max(0.0, (self._end_frame - self._frame) / self.device_rate) + (
+                0.02 if pending else 0.0)
+
+    def silent(self, now: float) -> bool:
+        """True when nothing is queued and everything rendered has been heard by ``now``."""
+        return self.drained and now >= self.audible_until
+
+    @property
+    def drained(self) -> bool:
+        """True when everything received has been rendered (resampler tail included)."""
+        with self._lock:
+            return not self._blocks and self._resampler is None

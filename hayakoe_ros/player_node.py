@@ -1,0 +1,315 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""The ``player_node`` lifecycle node: ``audio`` in, sound out of the robot's speaker.
+
+``ros2 run hayakoe_ros player_node`` (or ``play:=true`` in ``tts.launch.py``) subscribes
+``audio`` (``audio_common_msgs/AudioStamped``) with the QoS ``tts_node`` publishes it
+with (reliable, keep-last ``qos_depth``) and plays each chunk at its ``header.stamp``
+through PortAudio (:mod:`hayakoe_ros.player.device`); the timing rules are in
+:mod:`hayakoe_ros.player.playout`. Stamps are node-clock (ROS) times: the publisher and
+the player must share a clock (same machine, or synchronised clocks).
+
+Interfaces: subscribes ``audio``; publishes ``/diagnostics`` (underruns, output latency,
+device, rates); the standard lifecycle services.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import Optional
+
+import numpy as np
+from audio_common_msgs.msg import AudioStamped
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos_overriding_options import QoSOverridingOptions
+
+from .node.parameters import Apply, ParameterSpec
+from .node.runner import run
+from .player.device import DeviceError, Player, PlayerConfig
+
+__all__ = ['PLAYER_PARAMETERS', 'PlayerNode', 'decode', 'main']
+
+#: AudioInfo.format values (PortAudio sample formats) -> (AudioData field, full scale).
+FORMATS = {1: ('float32_data', 1.0), 2: ('int32_data', 2.0 ** 31),
+           8: ('int16_data', 32768.0), 16: ('int8_data', 128.0)}
+
+#: Period of the upkeep timer (s): ends a resampled run (plays its last ~10 ms) once no
+#: chunk has come for two periods.
+UPKEEP_PERIOD_S = 0.1
+
+#: Longest wait for queued audio to play out when the node deactivates or stops (s).
+DRAIN_TIMEOUT_S = 10.0
+
+_SPECS = (
+    ParameterSpec('device', '', "PortAudio output device: '' = the default output (the "
+                  'sound server where one runs), else an index or part of a name from '
+                  "'python3 -m sounddevice'.", Apply.RELOAD),
+    ParameterSpec('latency', 0.1, 'Output latency asked of the device (s): more survives '
+                  'CPU stalls, less starts the sound sooner.', Apply.RELOAD,
+                  range=(0.005, 2.0)),
+    ParameterSpec('buffer', 0.1, 'Jitter buffer (s): the first chunk of an utterance plays '
+                  'this much later, so later chunks may arrive this much late without an '
+                  'underrun. Adds to the text-to-sound latency.', Apply.RELOAD,
+                  range=(0.0, 2.0)),
+    ParameterSpec('device_rate', 0, "Device sample rate (Hz): 0 = the stream's own when the "
+                  "device takes it, else the device's default; resampled (libsoxr) when they "
+                  'differ.', Apply.RELOAD, range=(0, 192000)),
+    ParameterSpec('volume', 1.0, 'Linear gain of the sound (1.0 = as received), clipped at '
+                  'full scale.', range=(0.0, 4.0)),
+    ParameterSpec('qos_depth', 100, "Depth of the audio subscription (keep-last, reliable): "
+                  "tts_node's qos_depth.", Apply.RELOAD, range=(1, 100000)),
+    ParameterSpec('diagnostics_period_s', 1.0, 'Period of /diagnostics messages (s).',
+                  Apply.RELOAD, range=(0.1, 60.0)),
+    ParameterSpec('autostart', True, 'Configure and activate at start-up (no lifecycle '
+                  'manager needed).', Apply.RELOAD),
+)
+
+#: Every parameter of ``player_node``, by name.
+PLAYER_PARAMETERS: dict = {spec.name: spec for spec in _SPECS}
+
+
+def decode(msg: AudioStamped) -> np.ndarray:
+    """Mono float32 samples of an ``AudioStamped`` (+-1.0 full scale).
+
+    Multi-channel audio (interleaved) is averaged to mono.
+
+    Raises:
+        ValueError: unsupported format, no channels, no rate, or a length that is not a
+            whole number of frames.
+    """
+    info = msg.audio.info
+    if info.format not in FORMATS:
+        raise ValueError(f'unsupported audio format {info.format}; supported: paFloat32 (1), '
+                         'paInt32 (2), paInt16 (8), paInt8 (16)')
+    if info.channels < 1 or info.rate < 1:
+        raise ValueError(f'invalid audio info: channels={info.channels}, rate={info.rate}')
+    field, scale = FORMATS[info.format]
+    data = np.asarray(getattr(msg.audio.audio_data, field), dtype=np.float32) / scale
+    if data.size % info.channels:
+        raise ValueError(f'{data.size} samples is not a whole number of '
+                         f'{info.channels}-channel frames')
+    if info.channels > 1:
+        data = data.reshape(-1, info.channels).mean(axis=1)
+    return data.astype(np.float32, copy=False)
+
+
+class PlayerNode(LifecycleNode):
+    """Lifecycle node playing ``AudioStamped`` chunks at their stamps."""
+
+    def __init__(self, node_name: str = 'player_node', **kwargs) -> None:
+        super().__init__(node_name, **kwargs)
+        self._errors = []
+        self._active = False
+        self._player: Optional[Player] = None
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        for name, spec in PLAYER_PARAMETERS.items():
+            try:
+                self.declare_parameter(name, spec.default, spec.descriptor())
+            except Exception as exc:  # invalid start-up value: reported by on_configure
+                self._errors.append(f"parameter '{name}': {exc}")
+                self.declare_parameter(name, spec.default, spec.descriptor(),
+                                       ignore_override=True)
+        self._sub = None
+        self._state_label = 'unconfigured'
+        self._rejected = 0
+        self._last_error = ''
+        self.finalized = threading.Event()
+        self._group = MutuallyExclusiveCallbackGroup()
+        self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self._timer = self.create_timer(self._p('diagnostics_period_s'), self._on_timer,
+                                        callback_group=MutuallyExclusiveCallbackGroup())
+        self._upkeep = self.create_timer(UPKEEP_PERIOD_S, self._on_upkeep,
+                                         callback_group=MutuallyExclusiveCallbackGroup())
+
+    def _on_upkeep(self) -> None:
+        player = self._player
+        if player is not None:
+            player.tick(idle_s=2 * UPKEEP_PERIOD_S)
+
+    def _p(self, name: str):
+        return self.get_parameter(name).value
+
+    def _on_set_parameters(self, params) -> SetParametersResult:
+        for param in params:
+            spec = PLAYER_PARAMETERS.get(param.name)
+            if spec is None:
+                continue
+            error = spec.check(param.value)
+            if not error and spec.apply is Apply.RELOAD and self._active:
+                error = (f"parameter '{param.name}' applies at the next configure; "
+                         'deactivate the node first (it is active)')
+            if error:
+                self.get_logger().warning(f'parameter change rejected: {error}')
+                return SetParametersResult(successful=False, reason=error)
+        for param in params:
+            if param.name == 'volume' and self._player is not None:
+                self._player.set_volume(param.value)
+        return SetParametersResult(successful=True)
+
+    # ------------------------------------------------------------------ lifecycle
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Find the output device (errors name it and how to list devices)."""
+        for error in self._errors:
+            self.get_logger().error(f'invalid configuration: {error}')
+        if self._errors:
+            return TransitionCallbackReturn.FAILURE
+        config = PlayerConfig(device=self._p('device'), latency_s=self._p('latency'),
+                              device_rate=self._p('device_rate'), volume=self._p('volume'),
+                              buffer_s=self._p('buffer'))
+        try:
+            self._player = Player(config)
+        except DeviceError as exc:
+            self._last_error = str(exc)
+            self.get_logger().error(f'configure failed: {exc}')
+            return TransitionCallbackReturn.FAILURE
+        period = self._p('diagnostics_period_s')
+        if abs(self._timer.timer_period_ns - period * 1e9) > 1:
+            self.destroy_timer(self._timer)
+            self._timer = self.create_timer(period, self._on_timer,
+                                            callback_group=MutuallyExclusiveCallbackGroup())
+        self._state_label = 'inactive'
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Subscribe ``audio``; the device opens at the first chunk, at its rate."""
+        qos = QoSProfile(depth=self._p('qos_depth'), history=HistoryPolicy.KEEP_LAST,
+                         reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.VOLATILE)
+        self._sub = self.create_subscription(
+            AudioStamped, 'audio', self._on_audio, qos, callback_group=self._group,
+            qos_overriding_options=QoSOverridingOptions.with_default_policies())
+        self._active = True
+        self._state_label = 'active'
+        self.get_logger().info(f'ready: playing {self._sub.topic_name} on '
+                               f'{self._player.device_name!r}')
+        return super().on_activate(state)
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Stop listening, play out what was received (bounded), close the device."""
+        self._stop_listening()
+        self._state_label = 'inactive'
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Release the device."""
+        self._stop_listening()
+        self._player = None
+        self._state_label = 'unconfigured'
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Play out what was received (bounded), release the device; the process exits."""
+        self._stop_listening()
+        self._player = None
+        self._state_label = 'finalized'
+        self.finalized.set()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Release the device; back to unconfigured."""
+        self._stop_listening()
+        self._player = None
+        self._state_label = 'unconfigured'
+        return TransitionCallbackReturn.SUCCESS
+
+    def _stop_listening(self) -> None:
+        self._active = False
+        if self._sub is not None:
+            self.destroy_subscription(self._sub)
+            self._sub = None
+        if self._player is not None:
+            self._player.close(drain_timeout=DRAIN_TIMEOUT_S)
+
+    @property
+    def lifecycle_label(self) -> str:
+        """Lifecycle state as a word."""
+        return self._state_label
+
+    def goals_running(self) -> int:
+        """No goals: the player serves no action (for the shared runner)."""
+        return 0
+
+    def prepare_shutdown(self) -> None:
+        """Nothing to cancel: the shutdown transition plays out the queue."""
+
+    # ------------------------------------------------------------------ audio
+    def _on_audio(self, msg: AudioStamped) -> None:
+        player = self._player
+        if player is None or not self._active:
+            return
+        try:
+            samples = decode(msg)
+            # Stamp (node clock) -> monotonic: the clocks' offset, read now.
+            now_ns = self.get_clock().now().nanoseconds
+            stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+            stamp = time.monotonic() + (stamp_ns - now_ns) * 1e-9
+            if player.submit(stamp, samples, int(msg.audio.info.rate)):
+                self.get_logger().warning('underrun: a chunk arrived after the sound before '
+                                          'it had played; played at once',
+                                          throttle_duration_sec=5.0)
+        except ValueError as exc:
+            self._rejected += 1
+            self._last_error = str(exc)
+            self.get_logger().warning(f'audio chunk rejected: {exc}',
+                                      throttle_duration_sec=5.0)
+        except DeviceError as exc:
+            self._last_error = str(exc)
+            self.get_logger().error(str(exc), throttle_duration_sec=5.0)
+        except Exception as exc:  # an unforeseen chunk must not take the node down
+            self._rejected += 1
+            self._last_error = f'{type(exc).__name__}: {exc}'
+            self.get_logger().error(f'audio chunk failed: {self._last_error}',
+                                    throttle_duration_sec=5.0)
+
+    # ------------------------------------------------------------------ diagnostics
+    def diagnostic_status(self) -> DiagnosticStatus:
+        """Device, rates, latency, underruns, xruns, chunks, queue and state."""
+        player = self._player
+        status = DiagnosticStatus(name=f'{self.get_fully_qualified_name()}: audio output',
+                                  hardware_id=player.device_name if player else '')
+        values = {'lifecycle_state': self._state_label, 'rejected_chunks': self._rejected,
+                  'last_error': self._last_error}
+        if player is not None:
+            stats = player.stats()
+            values.update(device=player.device_name, device_rate_hz=player.stream_rate,
+                          output_latency_s=f'{player.latency_s:.4f}',
+                          underruns=stats.underruns, late_s=f'{stats.late_s:.3f}',
+                          xruns=player.xruns, chunks=stats.chunks,
+                          resampled_chunks=stats.resampled,
+                          queued_s=f'{player.queued_s:.3f}')
+        status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
+        if player is None:
+            status.level, status.message = DiagnosticStatus.ERROR, (
+                self._last_error or 'no output device')
+        elif values.get('underruns') or player.xruns:
+            status.level = DiagnosticStatus.WARN
+            status.message = f"underruns {values['underruns']}, xruns {player.xruns}"
+        else:
+            status.level, status.message = DiagnosticStatus.OK, 'playing' if (
+                player.queued_s > 0) else 'idle'
+        return status
+
+    def _on_timer(self) -> None:
+        try:
+            msg = DiagnosticArray()
+            msg.header.stamp = self.get_clock().now().to_msg()
+            msg.status = [self.diagnostic_status()]
+            self._diag_pub.publish(msg)
+        except Exception as exc:  # diagnostics must never take the node down
+            self.get_logger().error(f'diagnostics failed: {type(exc).__name__}: {exc}',
+                                    throttle_duration_sec=10.0)
+
+
+def main(args=None) -> int:
+    """Entry point of ``ros2 run hayakoe_ros player_node``; returns the exit status."""
+    return run(PlayerNode, args, num_threads=2)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

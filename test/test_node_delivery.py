@@ -1,0 +1,162 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""What common consumers receive from tts_node: every chunk, at the rate they asked for.
+
+* A player like mgonzs13's ``audio_player_node``: SensorDataQoS (best effort, keep-last 5),
+  one blocking write per chunk, i.e. it takes chunks at playback rate.
+* A ``say`` client whose feedback callback stalls 0.3 s now and then.
+* ``output_rate``: one rate on the topic, whichever voice speaks (the fallback included).
+"""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+from action_msgs.msg import GoalStatus
+from audio_common_msgs.msg import AudioStamped
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import qos_profile_sensor_data
+from std_msgs.msg import String
+
+from hayakoe_ros.say import FEEDBACK_DEPTH
+from ros_utils import NodeProcess, wait_future
+
+TEXTS = ('こんにちは。今日はいい天気ですね。', 'ロボットです、よろしくお願いします。',
+         '三つ目の文です。')
+
+
+@pytest.fixture(scope='module')
+def ojt_node():
+    """tts_node on the Open JTalk voice with the default chunk (2048) and max_lead_s."""
+    node = NodeProcess({'engine': 'openjtalk'})
+    yield node
+    assert node.stop() == 0, node.log()
+
+
+class BlockingPlayer:
+    """SensorDataQoS subscriber that spends each chunk's duration on it (a blocking write)."""
+
+    def __init__(self, topic):
+        self.node = Node('blocking_player')
+        self.msgs = []
+        self._playing_until = 0.0
+        self.node.create_subscription(AudioStamped, topic, self._on_msg,
+                                      qos_profile_sensor_data)
+        self.executor = SingleThreadedExecutor()
+        self.executor.add_node(self.node)
+        self._thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self._thread.start()
+
+    def _on_msg(self, msg):
+        # Pa_WriteStream on a one-chunk device buffer returns when the previous chunk has
+        # played: chunks are taken at exactly playback rate (on the device's clock).
+        self.msgs.append(msg)
+        now = time.monotonic()
+        starts = max(now, self._playing_until)
+        self._playing_until = starts + msg.audio.info.chunk / msg.audio.info.rate
+        time.sleep(starts - now)
+
+    def close(self):
+        self.executor.shutdown()
+        self.node.destroy_node()
+
+
+def test_depth5_best_effort_player_at_playback_rate_loses_no_chunk(ojt_node, ros_client):
+    topic = ojt_node.topic('audio')
+    reference = ros_client.audio_recorder(topic)  # reliable, depth 1000: everything
+    player = BlockingPlayer(topic)
+    pub = ros_client.node.create_publisher(String, ojt_node.topic('text'), 10)
+    try:
+        deadline = time.monotonic() + 10
+        while (ros_client.node.count_subscribers(topic) < 2
+               or pub.get_subscription_count() < 1) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        for text in TEXTS:  # one after another: each utterance starts on an idle node
+            n = reference.count()
+            pub.publish(String(data=text))
+            reference.wait_quiet(quiet_s=0.8, timeout=60, min_count=n + 1)
+        time.sleep(1.0)  # the player works through what it holds
+        got = [np.asarray(m.audio.audio_data.int16_data) for m in player.msgs]
+        want = [np.asarray(m.audio.audio_data.int16_data) for _, m in reference.msgs]
+        assert len(got) == len(want), f'player got {len(got)} of {len(want)} chunks'
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a, b)
+    finally:
+        player.close()
+        ros_client.node.destroy_subscription(reference.sub)
+        ros_client.node.destroy_publisher(pub)
+
+
+def test_feedback_client_stalling_0_3_s_loses_no_chunk(ojt_node, ros_client):
+    from audio_common_msgs.action import TTS
+
+    from rclpy.action import ActionClient
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    # The client's own feedback queue must hold a stall's worth of chunks too: the say
+    # tool's depth (rclpy's default, 10, is 0.43 s of 2048-frame chunks at 48 kHz).
+    action = ActionClient(ros_client.node, TTS, ojt_node.topic('say'),
+                          feedback_sub_qos_profile=QoSProfile(
+                              depth=FEEDBACK_DEPTH, reliability=ReliabilityPolicy.RELIABLE))
+    assert action.wait_for_server(timeout_sec=30)
+    time.sleep(0.5)
+    reference = ros_client.audio_recorder(ojt_node.topic('audio'))
+    ros_client.wait_for_subscribers(ojt_node.topic('audio'))
+    feedback = []
+
+    def on_feedback(fb):
+        feedback.append(fb.feedback.audio)
+        if len(feedback) % 15 == 1:
+            time.sleep(0.3)  # e.g. a disk write or a GC pause in the client
+
+    text = 'こんにちは。フィードバックを受け取る側が、ときどき止まります。大丈夫でしょうか。'
+    handle = wait_future(action.send_goal_async(TTS.Goal(text=text),
+                                                feedback_callback=on_feedback), 30)
+    result = wait_future(handle.get_result_async(), 60)
+    assert result.status == GoalStatus.STATUS_SUCCEEDED
+    reference.wait_quiet(quiet_s=0.5, timeout=30)
+    time.sleep(1.0)  # the stalled callback catches up
+    want = [m for _, m in reference.msgs]
+    assert len(want) > 45  # at least 3 stalls happened while chunks kept coming
+    assert len(feedback) == len(want), f'feedback {len(feedback)} of {len(want)} chunks'
+    for fb, msg in zip(feedback, want):
+        assert fb.header.stamp == msg.header.stamp
+    ros_client.node.destroy_subscription(reference.sub)
+    action.destroy()
+
+
+@pytest.mark.parametrize('voice', ['hayakoe', 'fallback'])
+def test_output_rate_is_the_rate_on_the_topic_for_either_voice(voice, ros_client,
+                                                               tiny_model_root):
+    if voice == 'hayakoe':  # the tiny model at 44.1 kHz
+        root = tiny_model_root
+        params = dict(speaker='tiny-jp', speaker_source=f'file://{root}', num_threads=1,
+                      bert_source=f'file://{root}', fallback_engine='none')
+    else:  # unreachable model: the Open JTalk voice at 48 kHz speaks instead
+        params = dict(speaker_source='file:///nonexistent/hayakoe',
+                      bert_source='file:///nonexistent/hayakoe')
+    node = NodeProcess(dict(params, output_rate=16000, chunk=1024))
+    try:
+        assert 'Hz resampled from' in node.log()
+        rec = ros_client.audio_recorder(node.topic('audio'))
+        action = ros_client.action_client(node.topic('say'))
+        ros_client.wait_for_subscribers(node.topic('audio'))
+        from audio_common_msgs.action import TTS
+
+        handle = wait_future(action.send_goal_async(TTS.Goal(text='こんにちは。')), 30)
+        assert wait_future(handle.get_result_async(), 60).status == \
+            GoalStatus.STATUS_SUCCEEDED
+        rec.wait_quiet(quiet_s=0.5, timeout=30)
+        msgs = [m for _, m in rec.msgs]
+        assert {m.audio.info.rate for m in msgs} == {16000}
+        stamps = [m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 for m in msgs]
+        np.testing.assert_allclose(np.diff(stamps), 1024 / 16000, atol=2e-3)
+        status = ros_client.diagnostics(node)
+        values = {kv.key: kv.value for kv in status.values}
+        assert '16000' in values.get('sample_rate_hz', values.get('sample_rate', '')), values
+        ros_client.node.destroy_subscription(rec.sub)
+    finally:
+        assert node.stop() == 0, node.log()

@@ -1,0 +1,276 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""player_node against a real sound server: PulseAudio started here, a null sink.
+
+The sink's monitor is recorded with parec while tts_node speaks through player_node (or
+the test publishes stamped audio). The recording must be the published audio on its
+stamps' timeline: no chunk lost, no gap beyond the stamped pauses, no underrun.
+"""
+
+import sys
+import time
+
+import numpy as np
+import pytest
+import soxr
+from audio_common_msgs.msg import AudioStamped
+from std_msgs.msg import String
+
+from pulse_utils import PulseServer, missing
+from ros_utils import NodeProcess
+
+pytestmark = pytest.mark.skipif(bool(missing()), reason=missing() or 'ok')
+
+SINK_RATE = 48000
+SILENCE = 10 ** (-50 / 20)  # -50 dBFS: below any speech, above the sink's zeros
+
+
+@pytest.fixture(scope='module')
+def pulse(tmp_path_factory):
+    server = PulseServer(tmp_path_factory.mktemp('pulse'), rate=SINK_RATE)
+    yield server
+    server.stop()
+
+
+def start_player(pulse, namespace, wait_ready=True, **params):
+    return NodeProcess(dict(params), name='player_node', command=(sys.executable, '-m', 'hayakoe_ros.player_node'),
+                       namespace=namespace, env=pulse.client_env(), timeout=60,
+                       wait_ready=wait_ready)
+
+
+def stamp_s(msg) -> float:
+    return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+
+
+def stamped_timeline(msgs, rate):
+    """The received chunks placed on their stamps' timeline (float, +-1): what to hear."""
+    t0 = stamp_s(msgs[0])
+    starts = [int(round((stamp_s(m) - t0) * rate)) for m in msgs]
+    out = np.zeros(starts[-1] + len(msgs[-1].audio.audio_data.int16_data))
+    for start, m in zip(starts, msgs):
+        data = np.asarray(m.audio.audio_data.int16_data, np.float64) / 32768.0
+        out[start:start + data.size] = data
+    return out
+
+
+def best_lag(recording, reference):
+    """Lag (samples) of ``reference`` inside ``recording`` by FFT cross-correlation."""
+    n = 1 << int(np.ceil(np.log2(recording.size + reference.size)))
+    xc = np.fft.irfft(np.fft.rfft(recording, n) * np.conj(np.fft.rfft(reference, n)), n)
+    return int(np.argmax(xc[:recording.size]))
+
+
+def loud_extent(x):
+    loud = np.nonzero(np.abs(x) > SILENCE)[0]
+    return (loud[0], loud[-1]) if loud.size else (0, 0)
+
+
+def longest_silence(x, rate):
+    """Longest run (s) under the silence threshold inside the loud extent of ``x``."""
+    first, last = loud_extent(x)
+    quiet = np.abs(x[first:last + 1]) <= SILENCE
+    best = run = 0
+    for q in quiet:
+        run = run + 1 if q else 0
+        best = max(best, run)
+    return best / rate
+
+
+def assert_recording_matches(recording, reference, chunk_frames):
+    """Correlation, duration within one chunk, no gap beyond the reference's own."""
+    lag = best_lag(recording, reference)
+    heard = recording[lag:lag + reference.size]
+    assert heard.size == reference.size, 'the recording stops before the audio ended'
+    corr = float(np.dot(heard, reference) /
+                 np.sqrt(np.dot(heard, heard) * np.dot(reference, reference)))
+    assert corr > 0.98, corr
+    # Window by window (a quarter chunk), so that one chunk missing or displaced fails.
+    win = chunk_frames // 4
+    for k in range(0, reference.size - win, win):
+        ref, got = reference[k:k + win], heard[k:k + win]
+        if np.sqrt(np.mean(ref ** 2)) > 0.01:  # -40 dBFS: speech, not a pause
+            err = np.sqrt(np.mean((got - ref) ** 2) / np.mean(ref ** 2))
+            assert err < 0.3, f'window at {k / SINK_RATE:.3f} s differs ({err:.2f})'
+    r0, r1 = loud_extent(recording)
+    e0, e1 = loud_extent(reference)
+    assert abs((r1 - r0) - (e1 - e0)) <= chunk_frames, ((r1 - r0), (e1 - e0))
+    # One block of silence too many anywhere (a dropped or late chunk) shows here.
+    assert longest_silence(recording, SINK_RATE) <= \
+        longest_silence(reference, SINK_RATE) + 0.010
+    return lag, corr
+
+
+def test_tts_node_speaks_through_player_node_into_pulseaudio(pulse, ros_client, tmp_path):
+    """End to end: text -> tts_node (Open JTalk, 48 kHz) -> player_node -> null sink."""
+    tts = NodeProcess({'engine': 'openjtalk', 'chunk': 2048})
+    player = start_player(pulse, tts.namespace)
+    try:
+        rec = ros_client.audio_recorder(tts.topic('audio'))
+        pub = ros_client.node.create_publisher(String, tts.topic('text'), 10)
+        ros_client.wait_for_subscribers(tts.topic('audio'))
+        deadline = time.monotonic() + 10
+        while ros_client.node.count_subscribers(tts.topic('audio')) < 2 and \
+                time.monotonic() < deadline:
+            time.sleep(0.05)
+        recording = pulse.record()
+        time.sleep(0.3)
+        text = 'こんにちは。ロボットが話しています、聞こえますか。'
+        t_text = time.monotonic()
+        pub.publish(String(data=text))
+        rec.wait_quiet(quiet_s=1.0, timeout=60)
+        time.sleep(0.5)  # the last chunk's way through the device
+        heard = recording.stop()
+        msgs = [m for _, m in rec.msgs]
+        assert msgs and all(m.audio.info.rate == SINK_RATE for m in msgs)
+        reference = stamped_timeline(msgs, SINK_RATE)
+        lag, corr = assert_recording_matches(heard, reference, 2048)
+        first_sound = recording.t0 + loud_extent(heard)[0] / SINK_RATE
+        latency = first_sound - t_text
+        (tmp_path / 'latency.txt').write_text(f'{latency:.3f}\n')
+        ttfa = [line.split('TTFA ')[1].split(',')[0] for line in tts.log().splitlines()
+                if 'TTFA' in line]
+        lead_in = loud_extent(reference)[0] / SINK_RATE
+        status = ros_client.diagnostics(player)
+        values = {kv.key: kv.value for kv in status.values}
+        print(f'text -> first sound on the null sink: {latency * 1000:.0f} ms (of which the '
+              f"voice's own leading silence {lead_in * 1000:.0f} ms; tts_node TTFA "
+              f"{ttfa[-1] if ttfa else '?'}); correlation {corr:.4f}; player: {values}")
+        assert values['underruns'] == '0' and values['xruns'] == '0', values
+        assert int(values['chunks']) == len(msgs)
+        assert values['device_rate_hz'] == str(SINK_RATE)
+        assert float(values['output_latency_s']) > 0
+        assert 0 < latency < 2.0
+        ros_client.node.destroy_subscription(rec.sub)
+        ros_client.node.destroy_publisher(pub)
+    finally:
+        assert player.stop() == 0, player.log()
+        assert tts.stop() == 0, tts.log()
+
+
+def noise_utterance(rate, seconds, seed):
+    """Band-limited noise (under 3.5 kHz) with a 20 ms fade: survives any resampling."""
+    rng = np.random.default_rng(seed)
+    n = int(seconds * rate)
+    spectrum = np.fft.rfft(rng.standard_normal(n))
+    spectrum[np.fft.rfftfreq(n, 1 / rate) > 3500] = 0
+    x = np.fft.irfft(spectrum, n)
+    x *= 0.3 / np.max(np.abs(x))
+    fade = int(0.02 * rate)
+    x[:fade] *= np.linspace(0, 1, fade)
+    x[-fade:] *= np.linspace(1, 0, fade)
+    return (x * 32767).astype(np.int16)
+
+
+def publish_utterance(pub, node, samples, rate, chunk):
+    """Publish ``samples`` as stamped chunks at playback rate, 2 chunks ahead."""
+    t0 = node.get_clock().now().nanoseconds
+    start = time.monotonic()
+    for k in range(0, samples.size, chunk):
+        part = np.zeros(chunk, np.int16)
+        part[:samples[k:k + chunk].size] = samples[k:k + chunk]
+        msg = AudioStamped()
+        ns = t0 + int(round(k / rate * 1e9))
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(ns, 1_000_000_000)
+        info = msg.audio.info
+        info.format, info.channels, info.rate, info.chunk = 8, 1, rate, chunk
+        msg.audio.audio_data.int16_data = part.tolist()
+        wait = start + (k - 2 * chunk) / rate - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        pub.publish(msg)
+
+
+@pytest.mark.parametrize('device_rate', [0, 44100])
+def test_player_follows_a_rate_change_between_utterances(pulse, ros_client, device_rate):
+    """16 kHz then 22.05 kHz: both utterances are heard whole.
+
+    device_rate 0 reopens the device at each rate; 44100 makes the player resample.
+    """
+    from ros_utils import new_namespace
+
+    ns = new_namespace()
+    player = start_player(pulse, ns, device_rate=device_rate)
+    try:
+        pub = ros_client.node.create_publisher(AudioStamped, f'{ns}/audio', 100)
+        deadline = time.monotonic() + 10
+        while pub.get_subscription_count() < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)
+        recording = pulse.record()
+        time.sleep(0.2)
+        parts = []
+        for rate, seed in ((16000, 1), (22050, 2)):
+            samples = noise_utterance(rate, 1.0, seed)
+            publish_utterance(pub, ros_client.node, samples, rate, 1024)
+            parts.append(soxr.resample(samples / 32768.0, rate, SINK_RATE))
+            time.sleep(1.5)
+        heard = recording.stop()
+        for part in parts:  # each utterance is in the recording, whole and unbroken
+            lag = best_lag(heard, part)
+            got = heard[lag:lag + part.size]
+            corr = np.dot(got, part) / np.sqrt(np.dot(got, got) * np.dot(part, part))
+            assert corr > 0.95, corr
+        status = ros_client.diagnostics(player)
+        values = {kv.key: kv.value for kv in status.values}
+        assert values['underruns'] == '0', values
+        expected_rate = device_rate or 22050
+        assert values['device_rate_hz'] == str(expected_rate)
+        resampled = int(values['resampled_chunks'])
+        assert (resampled > 0) == bool(device_rate), values
+        ros_client.node.destroy_publisher(pub)
+    finally:
+        assert player.stop() == 0, player.log()
+
+
+def test_unknown_device_fails_configure_naming_it_and_how_to_list_devices(pulse):
+    from ros_utils import new_namespace
+
+    player = start_player(pulse, new_namespace(), wait_ready=False, device='no-such-speaker')
+    try:
+        player.proc.wait(60)
+    finally:
+        code = player.stop()
+    log = player.log()
+    assert code == 1, log
+    assert "output device 'no-such-speaker'" in log and 'python3 -m sounddevice' in log, log
+
+
+def test_player_plays_out_what_it_holds_when_it_is_stopped(pulse, ros_client):
+    """1.5 s of audio arrives at once (pacing off); SIGINT at once: all of it is heard."""
+    from ros_utils import new_namespace
+
+    ns = new_namespace()
+    player = start_player(pulse, ns)
+    pub = ros_client.node.create_publisher(AudioStamped, f'{ns}/audio', 100)
+    try:
+        deadline = time.monotonic() + 10
+        while pub.get_subscription_count() < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)
+        recording = pulse.record()
+        samples = noise_utterance(SINK_RATE, 1.5, 3)
+        t0 = ros_client.node.get_clock().now().nanoseconds
+        for k in range(0, samples.size, 2048):
+            part = np.zeros(2048, np.int16)
+            part[:samples[k:k + 2048].size] = samples[k:k + 2048]
+            msg = AudioStamped()
+            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(
+                t0 + int(round(k / SINK_RATE * 1e9)), 1_000_000_000)
+            info = msg.audio.info
+            info.format, info.channels, info.rate, info.chunk = 8, 1, SINK_RATE, 2048
+            msg.audio.audio_data.int16_data = part.tolist()
+            pub.publish(msg)
+        time.sleep(0.3)  # delivered; most of it still queued in the player
+        assert player.stop() == 0, player.log()
+        heard = recording.stop()
+        ref = samples / 32768.0
+        lag = best_lag(heard, ref)
+        got = heard[lag:lag + ref.size]
+        assert got.size == ref.size, 'the end is missing'
+        tail = slice(ref.size - 4096, ref.size)  # the last two chunks, the last one above all
+        corr = np.dot(got[tail], ref[tail]) / np.sqrt(np.dot(got[tail], got[tail]) *
+                                                      np.dot(ref[tail], ref[tail]))
+        assert corr > 0.99, corr
+    finally:
+        ros_client.node.destroy_publisher(pub)
+        player.stop()

@@ -1,0 +1,158 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""The player's timeline (no ROS, no sound card): stamps, gaplessness, underruns, rates.
+
+The device is simulated by calling :meth:`Playout.render` the way PortAudio's callback
+does (blocks of frames with their DAC time); the rate policy of :class:`Player` runs
+against a fake ``sounddevice`` module (the sound card is the boundary).
+"""
+
+import types
+
+import numpy as np
+import pytest
+import soxr
+
+from hayakoe_ros.player.device import Player, PlayerConfig
+from hayakoe_ros.player.playout import Playout
+
+RATE = 16000
+
+
+class Device:
+    """Renders a Playout block by block; ``t`` is the DAC time of the next block."""
+
+    def __init__(self, playout, t0=100.0, latency=0.02):
+        self.playout, self.t, self.latency = playout, t0, latency
+        self.rate = playout.device_rate
+        self.block = self.rate // 100  # 10 ms buffers
+        self.out = []
+
+    def run(self, seconds):
+        for _ in range(int(round(seconds * 100))):
+            buf = np.zeros(self.block, np.float32)
+            self.playout.render(buf, self.t, self.t - self.latency)
+            self.out.append(buf)
+            self.t += self.block / self.rate
+
+    @property
+    def now(self):  # wall time of the next callback
+        return self.t - self.latency
+
+    def heard(self):
+        return np.concatenate(self.out)
+
+
+def ramp(n, start=0):
+    return ((np.arange(start, start + n) % 1000) / 1000.0 + 0.001).astype(np.float32)
+
+
+def test_contiguous_chunks_play_gaplessly_from_the_first_stamp():
+    playout = Playout(RATE)
+    dev = Device(playout)
+    dev.run(0.1)
+    stamp = dev.t + 0.05  # the first chunk is stamped 50 ms ahead
+    audio = ramp(8 * 400)
+    for k in range(8):
+        late = playout.push(stamp + k * 400 / RATE, audio[k * 400:(k + 1) * 400], RATE,
+                            dev.now)
+        assert not late
+        dev.run(400 / RATE)
+    dev.run(0.2)
+    heard = dev.heard()
+    first = int(np.nonzero(heard)[0][0])
+    assert abs(first - int(round((stamp - 100.0) * RATE))) <= 1  # at its stamp
+    np.testing.assert_array_equal(heard[first:first + audio.size], audio)  # nothing lost
+    assert playout.stats.underruns == 0 and playout.drained
+
+
+def test_a_late_chunk_plays_at_once_and_counts_as_an_underrun():
+    playout = Playout(RATE)
+    dev = Device(playout)
+    dev.run(0.05)
+    stamp = dev.t
+    playout.push(stamp, ramp(400), RATE, dev.now)
+    dev.run(0.1)  # the device plays chunk 0 and runs dry: chunk 1 is 75 ms late
+    assert playout.push(stamp + 400 / RATE, ramp(400, 400), RATE, dev.now)
+    next_frame_time = dev.t
+    dev.run(0.1)
+    heard = dev.heard()
+    start = int(round((next_frame_time - 100.0) * RATE))
+    np.testing.assert_array_equal(heard[start:start + 400], ramp(400, 400))  # at once
+    assert playout.stats.underruns == 1
+    assert playout.stats.late_s == pytest.approx(0.075, abs=0.011)
+
+
+def test_a_pause_in_the_stamps_is_reproduced_and_queued_audio_is_never_overlapped():
+    playout = Playout(RATE)
+    dev = Device(playout)
+    dev.run(0.05)
+    stamp = dev.t + 0.02
+    playout.push(stamp, ramp(800), RATE, dev.now)                 # 50 ms
+    playout.push(stamp + 0.25, ramp(800, 800), RATE, dev.now)     # 200 ms pause, then 50
+    # A third chunk stamped before the second ends (an interrupting utterance) waits.
+    playout.push(stamp + 0.26, ramp(400, 5000), RATE, dev.now)
+    dev.run(0.5)
+    heard = dev.heard()
+    s0 = int(round((stamp - 100.0) * RATE))
+    np.testing.assert_array_equal(heard[s0:s0 + 800], ramp(800))
+    assert not heard[s0 + 800:s0 + 4000].any()                   # the stamped pause
+    np.testing.assert_array_equal(heard[s0 + 4000:s0 + 4800], ramp(800, 800))
+    np.testing.assert_array_equal(heard[s0 + 4800:s0 + 5200], ramp(400, 5000))
+    assert playout.stats.underruns == 0
+
+
+def test_another_rate_is_resampled_and_the_last_chunk_is_flushed_whole():
+    playout = Playout(48000)
+    dev = Device(playout)
+    dev.run(0.05)
+    rng = np.random.default_rng(0)
+    src = np.convolve(rng.standard_normal(16000), np.ones(8) / 8, 'same').astype(np.float32)
+    src *= 0.5 / np.max(np.abs(src))
+    stamp = dev.t + 0.02
+    for k in range(0, src.size, 1600):
+        playout.push(stamp + k / RATE, src[k:k + 1600], RATE, dev.now)
+    assert not playout.drained  # the resampler still holds the end of the last chunk
+    playout.flush_idle(dev.now + 1.0, idle_s=0.2)
+    dev.run(1.3)
+    heard = np.concatenate(dev.out)
+    expected = soxr.resample(src, RATE, 48000)
+    s0 = int(round((stamp - 100.0) * 48000))
+    got = heard[s0:s0 + expected.size]
+    assert np.max(np.abs(got - expected)) < 1e-3  # same signal, up to the very end
+    assert playout.stats.resampled == 10 and playout.drained
+
+
+class FakeSoundDevice:
+    """The part of ``sounddevice`` the Player uses; the card takes only ``rates``."""
+
+    PortAudioError = RuntimeError
+
+    def __init__(self, rates, default_rate):
+        self.rates, self.default_rate = rates, default_rate
+        self.opened = []
+
+    def query_devices(self, device, kind):
+        return {'name': 'fake card', 'default_samplerate': float(self.default_rate)}
+
+    def check_output_settings(self, device, channels, dtype, samplerate):
+        if samplerate not in self.rates:
+            raise self.PortAudioError('Invalid sample rate')
+
+    def OutputStream(self, samplerate, channels, dtype, device, latency, callback):  # noqa: N802
+        self.opened.append(samplerate)
+        return types.SimpleNamespace(time=0.0, latency=latency, start=lambda: None,
+                                     abort=lambda: None, close=lambda: None)
+
+
+def test_player_opens_the_streams_rate_or_resamples_when_the_device_refuses_it():
+    fake = FakeSoundDevice(rates={16000, 48000}, default_rate=48000)
+    player = Player(PlayerConfig(), backend=fake)
+    player.submit(0.0, np.zeros(160, np.float32), 16000)
+    assert fake.opened == [16000]  # the device takes it: no conversion
+    # Between utterances (nothing queued): 44100 is refused -> the default 48000 + soxr.
+    player._playout.render(np.zeros(3200, np.float32), 0.0, 0.0)  # 0.2 s: played out
+    player.submit(1.0, np.zeros(441, np.float32), 44100)
+    assert fake.opened == [16000, 48000] and player.stats().resampled == 1
+    forced = Player(PlayerConfig(device_rate=48000), backend=FakeSoundDevice({16000}, 16000))
+    assert forced.rate_for(16000) == 48000
