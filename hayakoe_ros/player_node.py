@@ -28,6 +28,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.qos_overriding_options import QoSOverridingOptions
+from rclpy.subscription import Subscription
 
 from .node.parameters import Apply, ParameterSpec
 from .node.runner import run
@@ -115,7 +116,7 @@ class PlayerNode(LifecycleNode):
                 self._errors.append(f"parameter '{name}': {exc}")
                 self.declare_parameter(name, spec.default, spec.descriptor(),
                                        ignore_override=True)
-        self._sub = None
+        self._sub: Optional[Subscription] = None
         self._state_label = 'unconfigured'
         self._rejected = 0
         self._last_error = ''
@@ -186,8 +187,8 @@ class PlayerNode(LifecycleNode):
             qos_overriding_options=QoSOverridingOptions.with_default_policies())
         self._active = True
         self._state_label = 'active'
-        self.get_logger().info(f'ready: playing {self._sub.topic_name} on '
-                               f'{self._player.device_name!r}')
+        device = self._player.device_name if self._player is not None else '?'
+        self.get_logger().info(f'ready: playing {self._sub.topic_name} on {device!r}')
         return super().on_activate(state)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:

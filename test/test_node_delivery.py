@@ -20,8 +20,10 @@ from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from std_msgs.msg import String
 
-from hayakoe_ros.say import FEEDBACK_DEPTH
+from hayakoe_ros.say_client import FEEDBACK_DEPTH
 from ros_utils import NodeProcess, wait_future
+
+pytestmark = pytest.mark.ros
 
 TEXTS = ('こんにちは。今日はいい天気ですね。', 'ロボットです、よろしくお願いします。',
          '三つ目の文です。')

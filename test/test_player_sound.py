@@ -19,6 +19,8 @@ from std_msgs.msg import String
 from pulse_utils import PulseServer, missing
 from ros_utils import NodeProcess
 
+pytestmark = pytest.mark.ros
+
 pytestmark = pytest.mark.skipif(bool(missing()), reason=missing() or 'ok')
 
 SINK_RATE = 48000
@@ -33,7 +35,8 @@ def pulse(tmp_path_factory):
 
 
 def start_player(pulse, namespace, wait_ready=True, **params):
-    return NodeProcess(dict(params), name='player_node', command=(sys.executable, '-m', 'hayakoe_ros.player_node'),
+    return NodeProcess(dict(params), name='player_node',
+                       command=(sys.executable, '-m', 'hayakoe_ros.player_node'),
                        namespace=namespace, env=pulse.client_env(), timeout=60,
                        wait_ready=wait_ready)
 

@@ -16,6 +16,8 @@ import soxr
 from hayakoe_ros.player.device import Player, PlayerConfig
 from hayakoe_ros.player.playout import Playout
 
+pytestmark = pytest.mark.unit
+
 RATE = 16000
 
 

@@ -10,6 +10,8 @@ from hayakoe_ros.engines import VoiceParams
 from hayakoe_ros.speech import SchedulerConfig, SpeechScheduler
 from hayakoe_ros.speech.resample import ResampledEngine
 
+pytestmark = pytest.mark.unit
+
 TEXT = 'こんにちは、今日はいい天気ですね。'
 
 

@@ -167,6 +167,7 @@ class Player:
                                    and self.rate_for(rate) != playout.device_rate):
                 self._open(self.rate_for(rate))  # between utterances: follow the rate
                 playout = self._playout
+            assert playout is not None  # _open() set it or raised
             return playout.push(stamp, samples, rate, self._clock(), self.latency_s)
 
     def drain(self, timeout: float) -> bool:

@@ -86,7 +86,7 @@ class Playout:
         self._end_frame = 0                # end of the last queued block
         self._prev_stamp_end: Optional[float] = None
         self._prev_rate = 0
-        self._resampler = None
+        self._resampler: Optional['soxr.ResampleStream'] = None
         self._last_push = 0.0
         #: Monotonic time (s) at which the last audio rendered so far will have been heard.
         self.audible_until = 0.0
