@@ -38,7 +38,8 @@ COMMON = {'are': 'アー', 'today': 'トゥデイ', 'an': 'アン', 'is': 'イ�
           'does': 'ダズ', 'have': 'ハブ', 'has': 'ハズ', 'will': 'ウィル', 'can': 'キャン',
           'what': 'ホワット', 'where': 'ホエア', 'when': 'ホエン', 'who': 'フー',
           'why': 'ホワイ', 'please': 'プリーズ', 'thank': 'サンク', 'thanks': 'サンクス',
-          "i'm": 'アイム', "it's": 'イッツ', "don't": 'ドント', "can't": 'キャント'}
+          "i'm": 'アイム', "it's": 'イッツ', "don't": 'ドント', "can't": 'キャント',
+          'python': 'パイソン', 'github': 'ギットハブ'}
 
 _E2K_LOCK = threading.Lock()
 _E2K = None

@@ -63,9 +63,19 @@ _ABBREV_RE = re.compile(r'(?<![A-Za-z.])(%s)' % '|'.join(
 
 _DATE_YMD_RE = re.compile(r'(?<![\d/.-])(\d{4})([/.-])(\d{1,2})\2(\d{1,2})(?![\d/.-])')
 _DATE_MD_RE = re.compile(r'(?<![\d/.:-])(\d{1,2})/(\d{1,2})(?![\d/])')
-_TIME_RE = re.compile(r'(午前|午後)?\s*(?<![\d:])(\d{1,2}):(\d{2})(?::(\d{2}))?(?![\d:])')
+_TIME_RE = re.compile(r'(午前|午後|AM|PM|am|pm)?\s*(?<![\d:])(\d{1,2}):(\d{2})'
+                      r'(?::(\d{2}))?(?![\d:])'
+                      r'(?:\s*([AaPp])\.?[Mm]\.?(?![A-Za-z]))?')
+_AMPM = {'a': '午前', 'p': '午後'}
 _PHONE_RE = re.compile(r'(?<![\d-])(?:\+81[- ]?)?\(?0\d{1,4}\)?[- ]?\d{1,4}-\d{3,4}(?![\d-])'
-                       r'|(?<![\d-])0\d{1,4}-\d{1,4}-\d{3,4}(?![\d-])')
+                       r'|(?<![\d-])0\d{1,4}-\d{1,4}-\d{3,4}(?![\d-])'
+                       r'|(?<![\d-])0[5789]0\d{8}(?![\d-])|〒\s*\d{3}-\d{4}(?!\d)')
+# After times and dates: a range between two kept readings (10:30〜11:00); a hyphen
+# between numbers left after phones and dates (10-20枚); a fraction (5/32).
+_KEPT_RANGE_RE = re.compile(r'(?<=\ue001)\s*[~〜]\s*(?=\ue000|\d)')
+_HYPHEN_RANGE_RE = re.compile(r'(?<=\d)-(?=\d)')
+_FRACTION_RE = re.compile(r'(?<![\d/.])(\d+)/(\d+)(?![\d/])')
+_SPEED_RE = re.compile(r'(時速|秒速)?\s*(%s)\s*(km/h|m/s)(?![A-Za-z0-9])' % r'\d+(?:\.\d+)?')
 _SIGN = r'(?:(?<![A-Za-z0-9.,])[-−])'
 _TEMP_RE = re.compile(r'(%s)?(%s)\s*°\s*([CF])(?![A-Za-z])' % (_SIGN, _NUM))
 _RANGE_RE = re.compile(r'(%s)\s*[~〜]\s*(?=[-−]?\d)' % _NUM)
@@ -188,19 +198,27 @@ def time_reading(h: int, mi: int, s: Optional[int] = None, prefix: str = '') -> 
 
 def _time(m: re.Match) -> str:
     sec = int(m.group(4)) if m.group(4) else None
-    reading = time_reading(int(m.group(2)), int(m.group(3)), sec, m.group(1) or '')
+    prefix = m.group(1) or ''
+    if (prefix and prefix.isascii()) or m.group(5):  # AM9:00, 9:00 a.m., 6:00 PM
+        prefix = _AMPM[(prefix or m.group(5))[0].lower()]
+    reading = time_reading(int(m.group(2)), int(m.group(3)), sec, prefix)
     return m.group(0) if reading is None else keep(reading)
 
 
 def phone_reading(text: str) -> str:
     """Digit by digit, group by group with の between (``090-1234-5678``)."""
-    text = re.sub(r'^\+81[- ]?', '', text)
+    text = re.sub(r'^\+81[- ]?|^〒\s*', '', text)
     groups = [g for g in re.split(r'[-() ]+', text) if g]
     return 'の'.join(digits(g, PHONE_KANA) for g in groups)
 
 
 def _phone(m: re.Match) -> str:
     return keep(phone_reading(m.group(0)))
+
+
+def _speed(m: re.Match) -> str:
+    word = m.group(1) or ('時速' if m.group(3) == 'km/h' else '秒速')
+    return keep(word + number(m.group(2)) + ('キロ' if m.group(3) == 'km/h' else 'メートル'))
 
 
 def _signed(sign: Optional[str], value: str) -> str:
@@ -224,7 +242,9 @@ def _number(m: re.Match) -> str:
 
 
 def _english_run(m: re.Match) -> str:
-    return ''.join(english.to_katakana(w) for w in m.group(0).split())
+    words = re.sub(r'(?i)\bthank you\b', 'thank-you', m.group(0)).split()
+    return ''.join('サンキュー' if w.lower() == 'thank-you' else english.to_katakana(w)
+                   for w in words)
 
 
 def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> str:
@@ -250,6 +270,11 @@ def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> 
     text = _TIME_RE.sub(_time, text)
     text = _PHONE_RE.sub(_phone, text)
     text = _DATE_MD_RE.sub(_date_md, text)
+    text = _FRACTION_RE.sub(lambda m: keep(number(m.group(2)) + 'ブンノ' + number(m.group(1))),
+                            text)
+    text = _KEPT_RANGE_RE.sub('から', text)
+    text = _HYPHEN_RANGE_RE.sub('から', text)
+    text = _SPEED_RE.sub(_speed, text)
     text = _TEMP_RE.sub(_temp, text)
     text = _RANGE_RE.sub(lambda m: m.group(1) + 'から', text)
     text = _CURRENCY_RE.sub(_currency, text)
