@@ -216,6 +216,18 @@ def test_cuts_never_fall_inside_a_number_word_or_url(max_chars):
         assert len(segs) >= 6 and any(s.boundary is Boundary.WORD for s in segs)
 
 
+@pytest.mark.parametrize('max_chars', [20, 60])
+def test_a_counter_stays_with_its_number(max_chars):
+    # 三百 / 本 would read サンビャク / ホン instead of サンビャッポン.
+    text = '本日の販売台数は1,234,567台、在庫は第3倉庫に300本、売上は12,345,678円です。'
+    _, segs = prepare(text, 10000, max_chars)
+    pieces = [s.text for s in segs]
+    for whole in ('百二十三万四千五百六十七台', '第三倉庫', '三百本',
+                  '千二百三十四万五千六百七十八円'):
+        assert any(whole in p for p in pieces), pieces
+    assert all(len(p) <= max_chars for p in pieces), pieces
+
+
 def test_old_splitter_failures_are_gone():
     """1,234,567台 was cut after 1,234, and 本日 into 本 / 日 at max_segment_chars 20."""
     text = 'これはとても長い一文でありまして本日は合計で1,234,567台のロボットが稼働しています'

@@ -231,14 +231,15 @@ def word_boundaries(text: str) -> list:
         ``(offset, accent_phrase)`` pairs, ``0 < offset < len(text)``, in order:
         ``accent_phrase`` is True where an accent phrase starts (NJD ``chain_flag`` != 1),
         False at other word starts. Never between two numeral words (百 / 二十), so a
-        number stays whole. Words Open JTalk reads differently from their spelling (ASCII
+        number stays whole, nor before a suffix or after a prefix (三百 / 本 would read
+        ホン, not ボン; 第 / 三). Words Open JTalk reads differently from their spelling (ASCII
         digits) are skipped, so no boundary is reported inside them.
     """
     import pyopenjtalk
 
     norm = ''.join(c if len(unicodedata.normalize('NFKC', c)) != 1
                    else unicodedata.normalize('NFKC', c) for c in text)
-    pos, prev_num, cuts = 0, False, []
+    pos, prev_num, prev_prefix, cuts = 0, False, False, []
     for feat in pyopenjtalk.run_frontend(text):
         word = unicodedata.normalize('NFKC', feat['string'])
         start = norm.find(word, pos, pos + len(word) + 4) if word else -1
@@ -246,9 +247,11 @@ def word_boundaries(text: str) -> list:
             prev_num = False
             continue
         is_num = feat.get('pos_group1') == '数'
-        if 0 < start < len(text) and not (is_num and prev_num) and feat['pos'] != '記号':
+        bound = feat.get('pos_group1') == '接尾' or prev_prefix  # i11-frontend-2: counters
+        if 0 < start < len(text) and not (is_num and prev_num) and feat['pos'] != '記号' \
+                and not bound:
             cuts.append((start, feat.get('chain_flag') != 1))
-        pos, prev_num = start + len(word), is_num
+        pos, prev_num, prev_prefix = start + len(word), is_num, feat['pos'] == '接頭詞'
     return cuts
 
 
