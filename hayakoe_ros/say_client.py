@@ -19,6 +19,7 @@ import wave
 
 import numpy as np
 import rclpy
+from action_msgs.msg import GoalStatus
 from audio_common_msgs.action import TTS
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.action import ActionClient
@@ -123,7 +124,7 @@ def run(args, text: str, ros_args: list) -> int:
         while node.last_rtf is None and time.monotonic() < deadline:
             rclpy.spin_once(node, timeout_sec=0.1)
         audio = np.concatenate(node.chunks) if node.chunks else np.zeros(0, np.int16)
-        if status != 4:  # GoalStatus.STATUS_SUCCEEDED
+        if status != GoalStatus.STATUS_SUCCEEDED:
             print(f'say: goal ended with status {status}: {result_text}', file=sys.stderr)
             return 1
         write_wav(args.output, audio, node.sample_rate or 44100)

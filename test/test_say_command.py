@@ -1,0 +1,47 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""The ``say`` command against a real node: SSML with a break, a user dictionary, a WAV."""
+
+import subprocess
+import sys
+import wave
+
+import numpy as np
+import pytest
+
+from ros_utils import NodeProcess
+
+pytestmark = pytest.mark.ros
+
+
+def _longest_silence_s(audio: np.ndarray, sr: int, threshold: float = 0.01) -> float:
+    """Longest run of 20 ms frames whose RMS is under ``threshold`` of full scale (s)."""
+    frame = sr // 50
+    n = len(audio) // frame
+    rms = np.sqrt(np.mean((audio[:n * frame].astype(np.float64) / 32768.0)
+                          .reshape(n, frame) ** 2, axis=1))
+    best = run = 0
+    for quiet in rms < threshold:
+        run = run + 1 if quiet else 0
+        best = max(best, run)
+    return best * frame / sr
+
+
+def test_say_speaks_ssml_through_the_node_and_reports_success(ros_test_domain, tmp_path):
+    words = tmp_path / 'words.csv'
+    words.write_text('早声,ハヤコエ,2\n', encoding='utf-8')
+    node = NodeProcess({'engine': 'openjtalk', 'user_dictionary': str(words)})
+    try:
+        wav = tmp_path / 'out.wav'
+        out = subprocess.run(
+            [sys.executable, '-m', 'hayakoe_ros.say', '--action', node.topic('say'),
+             '-o', str(wav), '--timeout', '60',
+             '<speak>早声です<break time="1500ms"/>10:30です</speak>'],
+            capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr  # GoalStatus.STATUS_SUCCEEDED
+        with wave.open(str(wav)) as w:
+            audio = np.frombuffer(w.readframes(w.getnframes()), dtype='<i2')
+            sr = w.getframerate()
+        assert 1.48 <= _longest_silence_s(audio, sr) <= 1.56
+    finally:
+        node.stop()
