@@ -30,6 +30,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.qos_overriding_options import QoSOverridingOptions
 from rclpy.subscription import Subscription
 
+from .node.diagnostics import publish_status
 from .node.parameters import Apply, ParameterSpec
 from .node.runner import run
 from .player.device import DeviceError, Player, PlayerConfig
@@ -297,14 +298,7 @@ class PlayerNode(LifecycleNode):
         return status
 
     def _on_timer(self) -> None:
-        try:
-            msg = DiagnosticArray()
-            msg.header.stamp = self.get_clock().now().to_msg()
-            msg.status = [self.diagnostic_status()]
-            self._diag_pub.publish(msg)
-        except Exception as exc:  # diagnostics must never take the node down
-            self.get_logger().error(f'diagnostics failed: {type(exc).__name__}: {exc}',
-                                    throttle_duration_sec=10.0)
+        publish_status(self, self._diag_pub, self.diagnostic_status)
 
 
 def main(args=None) -> int:

@@ -42,7 +42,7 @@ from audio_common_msgs.msg import AudioStamped
 
 from .engines import UnknownStyleError
 from .node import log_bridge
-from .node.diagnostics import Snapshot, SpeechStats, build_status
+from .node.diagnostics import Snapshot, SpeechStats, build_status, publish_status
 from .node.engine_loader import EngineLoader
 from .node.messages import StampClock, chunk_to_msg
 from .node.runner import RESULT_FLUSH_S, run
@@ -367,14 +367,7 @@ class TTSNode(LifecycleNode):
         return build_status(snap)
 
     def _publish_diagnostics(self) -> None:
-        try:
-            msg = DiagnosticArray()
-            msg.header.stamp = self.get_clock().now().to_msg()
-            msg.status = [self.diagnostic_status()]
-            self._diag_pub.publish(msg)
-        except Exception as exc:  # diagnostics must never take the node down
-            self.get_logger().error(f'diagnostics failed: {type(exc).__name__}: {exc}',
-                                    throttle_duration_sec=10.0)
+        publish_status(self, self._diag_pub, self.diagnostic_status)
 
     def destroy_node(self) -> None:
         """Detach the log bridge, then destroy the node."""
