@@ -8,16 +8,15 @@
 * ``output_rate``: one rate on the topic, whichever voice speaks (the fallback included).
 """
 
-import threading
+import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 from action_msgs.msg import GoalStatus
-from audio_common_msgs.msg import AudioStamped
-from rclpy.executors import SingleThreadedExecutor
-from rclpy.node import Node
-from rclpy.qos import qos_profile_sensor_data
 from std_msgs.msg import String
 
 from hayakoe_ros.say_client import FEEDBACK_DEPTH
@@ -37,40 +36,17 @@ def ojt_node():
     assert node.stop() == 0, node.log()
 
 
-class BlockingPlayer:
-    """SensorDataQoS subscriber that spends each chunk's duration on it (a blocking write)."""
-
-    def __init__(self, topic):
-        self.node = Node('blocking_player')
-        self.msgs = []
-        self._playing_until = 0.0
-        self.node.create_subscription(AudioStamped, topic, self._on_msg,
-                                      qos_profile_sensor_data)
-        self.executor = SingleThreadedExecutor()
-        self.executor.add_node(self.node)
-        self._thread = threading.Thread(target=self.executor.spin, daemon=True)
-        self._thread.start()
-
-    def _on_msg(self, msg):
-        # Pa_WriteStream on a one-chunk device buffer returns when the previous chunk has
-        # played: chunks are taken at exactly playback rate (on the device's clock).
-        self.msgs.append(msg)
-        now = time.monotonic()
-        starts = max(now, self._playing_until)
-        self._playing_until = starts + msg.audio.info.chunk / msg.audio.info.rate
-        time.sleep(starts - now)
-
-    def close(self):
-        self.executor.shutdown()
-        self.node.destroy_node()
-
-
-def test_depth5_best_effort_player_at_playback_rate_loses_no_chunk(ojt_node, ros_client):
+def test_depth5_best_effort_player_at_playback_rate_loses_no_chunk(ojt_node, ros_client,
+                                                                  tmp_path):
+    """mgonzs13's player's QoS and consumption (test/blocking_player.py, own process)."""
     topic = ojt_node.topic('audio')
     reference = ros_client.audio_recorder(topic)  # reliable, depth 1000: everything
-    player = BlockingPlayer(topic)
+    out = tmp_path / 'player.npy'
+    player = subprocess.Popen([sys.executable, str(Path(__file__).parent / 'blocking_player.py'),
+                               topic, str(out)], stdout=subprocess.PIPE, text=True)
     pub = ros_client.node.create_publisher(String, ojt_node.topic('text'), 10)
     try:
+        assert player.stdout.readline().strip() == 'ready'
         deadline = time.monotonic() + 10
         while (ros_client.node.count_subscribers(topic) < 2
                or pub.get_subscription_count() < 1) and time.monotonic() < deadline:
@@ -81,15 +57,16 @@ def test_depth5_best_effort_player_at_playback_rate_loses_no_chunk(ojt_node, ros
             pub.publish(String(data=text))
             reference.wait_quiet(quiet_s=0.8, timeout=60, min_count=n + 1)
         time.sleep(1.0)  # the player works through what it holds
-        got = [np.asarray(m.audio.audio_data.int16_data) for m in player.msgs]
-        want = [np.asarray(m.audio.audio_data.int16_data) for _, m in reference.msgs]
-        assert len(got) == len(want), f'player got {len(got)} of {len(want)} chunks'
-        for a, b in zip(got, want):
-            np.testing.assert_array_equal(a, b)
     finally:
-        player.close()
+        player.send_signal(signal.SIGINT)
+        player.wait(20)
         ros_client.node.destroy_subscription(reference.sub)
         ros_client.node.destroy_publisher(pub)
+    got = np.load(out)
+    want = [np.asarray(m.audio.audio_data.int16_data) for _, m in reference.msgs]
+    assert len(got) == len(want), f'player got {len(got)} of {len(want)} chunks'
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_feedback_client_stalling_0_3_s_loses_no_chunk(ojt_node, ros_client):
