@@ -41,6 +41,12 @@ def main() -> None:
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     executor = SingleThreadedExecutor()
     executor.add_node(node)
+    deadline = time.monotonic() + 30  # discovery: the publisher must be matched first
+    while node.count_publishers(topic) < 1 and time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.05)
+    deadline = time.monotonic() + 1.0  # let the match settle on both sides
+    while time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.05)
     print('ready', flush=True)
     while not stop.is_set():
         executor.spin_once(timeout_sec=0.05)
