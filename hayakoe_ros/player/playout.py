@@ -10,10 +10,11 @@ what the device asks for, from the device's callback:
   gaplessly. If the device had already played everything before it arrived, it is
   *late*: it plays at once and counts as an underrun.
 * Any other chunk (the first of an utterance, or one after a pause the publisher put in
-  its stamps) plays at its stamp, or, when the stamp has passed, after the jitter buffer
-  (``buffer_s``; the first chunk of an utterance is stamped with its publish time, so
-  this is the usual case), and never over audio already queued (nothing is dropped,
-  nothing overlaps).
+  its stamps) starts a run when the device is idle: it plays at its stamp, or, when the
+  stamp has passed, after the jitter buffer (``buffer_s``; the first chunk of an utterance
+  is stamped with its publish time, so this is the usual case). While audio still plays,
+  it keeps the current run's delay, so the pause in the stamps is reproduced exactly.
+  Never over audio already queued (nothing is dropped, nothing overlaps).
 * A chunk at another rate than the device's is resampled (libsoxr, one stream per run of
   contiguous chunks, so there are no seams between chunks); the resampler's last
   ``~10 ms`` are flushed when the run ends (:meth:`Playout.flush_idle`).
@@ -84,6 +85,7 @@ class Playout:
         self._frame = 0                    # next frame the device will render
         self._ref: Optional[tuple] = None  # (frame, monotonic DAC time) of the last render
         self._end_frame = 0                # end of the last queued block
+        self._offset = 0                   # frames between stamps and playback, this run
         self._prev_stamp_end: Optional[float] = None
         self._prev_rate = 0
         self._resampler: Optional['soxr.ResampleStream'] = None
@@ -141,7 +143,11 @@ class Playout:
                     start = earliest
             else:
                 target = int(round(self.frame_at(stamp, now, latency_s)))
-                start = max(target, earliest + self.buffer_frames, self._end_frame)
+                if self._end_frame > earliest:  # still playing: keep this run's offset,
+                    start = max(target + self._offset, earliest, self._end_frame)  # exact gap
+                else:  # idle: a new run, after the jitter buffer
+                    start = max(target, earliest + self.buffer_frames)
+                    self._offset = start - target
             self._append(start, samples)
             return late
 
