@@ -41,6 +41,21 @@ def start_player(pulse, namespace, wait_ready=True, **params):
                        wait_ready=wait_ready)
 
 
+def player_diagnostics(ros_client, player, chunks, timeout=10.0):
+    """The player's diagnostics values once they count ``chunks``.
+
+    A busy machine can delay the diagnostics timer; the last values seen are returned
+    when the time is up.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        status = ros_client.diagnostics(player)
+        values = {kv.key: kv.value for kv in status.values}
+        if values.get('chunks') == str(chunks) or time.monotonic() > deadline:
+            return values
+        time.sleep(0.5)
+
+
 def stamp_s(msg) -> float:
     return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
 
@@ -133,8 +148,7 @@ def test_tts_node_speaks_through_player_node_into_pulseaudio(pulse, ros_client, 
         ttfa = [line.split('TTFA ')[1].split(',')[0] for line in tts.log().splitlines()
                 if 'TTFA' in line]
         lead_in = loud_extent(reference)[0] / SINK_RATE
-        status = ros_client.diagnostics(player)
-        values = {kv.key: kv.value for kv in status.values}
+        values = player_diagnostics(ros_client, player, chunks=len(msgs))
         print(f'text -> first sound on the null sink: {latency * 1000:.0f} ms (of which the '
               f"voice's own leading silence {lead_in * 1000:.0f} ms; tts_node TTFA "
               f"{ttfa[-1] if ttfa else '?'}); correlation {corr:.4f}; player: {values}")

@@ -6,7 +6,7 @@ A :class:`Playout` places each received chunk on the device's frame timeline and
 what the device asks for, from the device's callback:
 
 * A chunk whose stamp continues the previous chunk's (``stamp == previous stamp +
-  previous frames / rate``, within :data:`CONTIGUOUS_TOL_S`) is played right after it,
+  previous frames / rate``, within :data:`CONTIGUOUS_TOL_SAMPLES`) is played right after it,
   gaplessly. If the device had already played everything before it arrived, it is
   *late*: it plays at once and counts as an underrun.
 * Any other chunk (the first of an utterance, or one after a pause the publisher put in
@@ -32,9 +32,11 @@ from typing import Optional
 import numpy as np
 import soxr
 
-#: Two chunks whose stamps differ from exact continuation by at most this much (s) are
-#: contiguous (the tts_node stamps are exact to the nanosecond within an utterance).
-CONTIGUOUS_TOL_S = 0.002
+#: Two chunks whose stamps differ from exact continuation by at most this many samples
+#: are contiguous (tts_node's stamps are exact to the nanosecond within an utterance; any
+#: larger step is a pause the publisher put there, e.g. after its own underrun, and is
+#: reproduced).
+CONTIGUOUS_TOL_SAMPLES = 0.5
 
 #: libsoxr quality recipe of the player's rate conversion.
 RESAMPLE_QUALITY = 'HQ'
@@ -120,7 +122,8 @@ class Playout:
         with self._lock:
             self.stats.chunks += 1
             contiguous = (self._prev_stamp_end is not None and rate == self._prev_rate
-                          and abs(stamp - self._prev_stamp_end) <= CONTIGUOUS_TOL_S)
+                          and abs(stamp - self._prev_stamp_end) * rate
+                          <= CONTIGUOUS_TOL_SAMPLES)
             if not contiguous:
                 self._flush_resampler()
             self._prev_stamp_end = stamp + samples.size / rate
