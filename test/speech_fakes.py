@@ -5,12 +5,13 @@
 Not a test module: the scheduler tests import it. No ROS, no model, no wall-clock sleeps.
 """
 
+import contextlib
 import threading
 from typing import Optional
 
 import numpy as np
 
-from hayakoe_ros.engines.base import Engine, NothingToSpeakError
+from hayakoe_ros.engines.base import Engine, NothingToSpeakError, SynthesisCanceledError
 from hayakoe_ros.speech.text import SPEAKABLE_RE
 
 #: Longest a test double blocks for in real time before giving up (s).
@@ -60,6 +61,8 @@ class ToneEngine(Engine):
     Pauses are predictable: ``0.1 + 0.02 * (len(left) % 5)`` s. ``hold(text)`` makes the
     synthesis of a segment containing ``text`` block until :meth:`release` (bounded);
     ``fail(text)`` makes it raise. ``synth_delay_s`` moves ``clock`` forward per call.
+    A held call is interruptible: canceling its token (:meth:`cancellable`) ends it with
+    :class:`SynthesisCanceledError`; ``aborted`` lists the texts whose call was cut short.
     """
 
     name = 'tone'
@@ -76,6 +79,8 @@ class ToneEngine(Engine):
         self._fail: Optional[str] = None
         self.entered = threading.Event()
         self._gate = threading.Event()
+        self._token = None
+        self.aborted: list = []
 
     @property
     def sample_rate(self) -> int:
@@ -106,12 +111,26 @@ class ToneEngine(Engine):
         t = np.arange(n) / cls.RATE
         return (cls.AMPLITUDE * np.sin(2 * np.pi * 440.0 * t)).astype(np.float32)
 
+    @contextlib.contextmanager
+    def cancellable(self, token):
+        token.check()
+        self._token = token
+        try:
+            with token.hook(self._gate.set):
+                yield
+        finally:
+            self._token = None
+        token.check()
+
     def synthesize(self, text, voice):
         self.calls.append(text)
         if self._hold is not None and self._hold in text:
             self.entered.set()
             if not self._gate.wait(REAL_TIMEOUT_S):
                 raise TimeoutError('ToneEngine.hold was never released')
+            if self._token is not None and self._token.canceled:
+                self.aborted.append(text)
+                raise SynthesisCanceledError('tone synthesis canceled')
         if self._fail is not None and self._fail in text:
             raise RuntimeError(f'tone engine failure on {text!r}')
         if self._clock is not None:

@@ -161,6 +161,26 @@ def test_no_chunk_after_cancel_returns_and_the_queue_is_untouched(rig):
         sched.cancel(queued, 'because')
 
 
+@pytest.mark.parametrize('how', ['cancel', 'stop', 'interrupt'])
+def test_cancel_stop_and_interrupt_abort_the_engine_call_in_flight(rig, how):
+    sched, rec, engine, _, _ = rig()
+    engine.hold('散歩')
+    first = sched.submit(THREE, VOICE)
+    assert engine.entered.wait(T)
+    if how == 'cancel':
+        sched.cancel(first, CancelReason.CLIENT)
+    elif how == 'stop':
+        sched.stop()
+    else:
+        sched.configure(queue_policy='interrupt')
+    nxt = sched.submit('次です。', VOICE)
+    assert first.outcome is Outcome.CANCELED
+    # The held call was cut short by the cancel (never released by the test).
+    assert nxt.wait(T) and nxt.outcome is Outcome.SUCCEEDED
+    assert engine.aborted == [first.segments[1].text]
+    assert engine.calls[-1] == '次です。'
+
+
 def test_interrupt_policy_cancels_the_current_utterance_only(rig):
     sched, rec, engine, _, _ = rig(queue_policy='interrupt')
     assert sched.config.queue_policy is QueuePolicy.INTERRUPT

@@ -55,7 +55,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ..engines.base import Engine, VoiceParams
+from ..engines.base import CancelToken, Engine, VoiceParams
 from .audio import Chunker
 from .pacing import Pacer, Waiter, event_wait
 from .synthesis import EndOfUtterance, SegmentPCM, synthesize_utterance
@@ -230,6 +230,7 @@ class SpeechScheduler:
             if utt.done:
                 return False
             utt._halt.set()
+        utt._token.cancel()  # aborts its engine call in flight, if any
         with self._cv:
             if utt in self._waiting:
                 self._waiting.remove(utt)
@@ -282,6 +283,8 @@ class SpeechScheduler:
         current._halt.set()  # the synthesis thread drops it at once
         for utt in reversed(later):
             utt._attempt += 1  # drop what was synthesised for it; synthesise it again
+            utt._token.cancel()
+            utt._token = CancelToken()
             utt.pauses = []
             utt.synth_seconds = 0.0
             self._in_flight.remove(utt)
@@ -296,6 +299,7 @@ class SpeechScheduler:
                 return False
             if outcome is not Outcome.SUCCEEDED:
                 utt._halt.set()
+                utt._token.cancel()
             utt.outcome = outcome
             utt.error = error
             utt.cancel_reason = reason
@@ -367,10 +371,10 @@ class SpeechScheduler:
                 if self._closing:
                     return
                 utt = self._waiting.popleft()
-                attempt = utt._attempt
+                attempt, token = utt._attempt, utt._token
                 self._in_flight.append(utt)
-            synthesize_utterance(self._engine, utt, attempt, self.config.volume * utt.volume,
-                                 self._put, self._clock)
+            synthesize_utterance(self._engine, utt, attempt, token,
+                                 self.config.volume * utt.volume, self._put, self._clock)
 
     # ------------------------------------------------------------------ publisher thread
     def _publish_loop(self) -> None:

@@ -17,7 +17,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..engines.base import Engine, NothingToSpeakError, VoiceParams
+from ..engines.base import (CancelToken, Engine, NothingToSpeakError, SynthesisCanceledError,
+                            VoiceParams)
 from .audio import apply_gain_and_limit, to_int16, trailing_silence_s, trim_for_break
 from .text import Boundary, Segment
 from .utterance import Utterance
@@ -72,8 +73,8 @@ def _engine_failed(put: Put, utt: Utterance, attempt: int, what: str,
         utt, attempt)
 
 
-def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, gain: float,
-                         put: Put, clock: Callable[[], float]) -> None:
+def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, token: CancelToken,
+                         gain: float, put: Put, clock: Callable[[], float]) -> None:
     """Synthesise ``utt`` (attempt ``attempt``) and hand its PCM to ``put``.
 
     Args:
@@ -81,6 +82,8 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, gain: flo
         utt: The utterance; its ``sample_rate``, ``pauses`` and ``synth_seconds`` are
             filled in.
         attempt: Attempt number; a hand-over for an older attempt is refused by ``put``.
+        token: The attempt's cancel token: canceling it aborts the engine call in flight
+            (:meth:`Engine.cancellable`) and ends this function.
         gain: Linear gain for the whole utterance (node volume x utterance volume).
         put: Hands a :class:`SegmentPCM` or :class:`EndOfUtterance` to the publisher;
             returns False when the utterance was canceled meanwhile (synthesis stops).
@@ -100,7 +103,12 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, gain: flo
         voice = utt.voice if seg.rate == 1.0 else dataclasses.replace(
             utt.voice, length_scale=utt.voice.length_scale / seg.rate)
         try:
-            audio = engine.synthesize(seg.text, voice)
+            with engine.cancellable(token):
+                audio = engine.synthesize(seg.text, voice)
+        except SynthesisCanceledError:
+            _LOG.debug('utterance %d: segment %d/%d: synthesis aborted by a cancel',
+                       utt.id, k + 1, total)
+            return
         except NothingToSpeakError as exc:
             _LOG.warning('utterance %d: skipping segment %r: %s', utt.id, seg.text, exc)
             audio = np.zeros(0, dtype=np.float32)
@@ -128,7 +136,10 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, gain: flo
         if not last and audio.size:
             t1 = clock()
             try:
-                target = pause_target(engine, seg, segments[k + 1], voice)
+                with engine.cancellable(token):
+                    target = pause_target(engine, seg, segments[k + 1], voice)
+            except SynthesisCanceledError:
+                return
             except Exception as exc:
                 _engine_failed(put, utt, attempt, 'pause prediction', exc)
                 return

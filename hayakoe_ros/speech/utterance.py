@@ -15,7 +15,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ..engines.base import VoiceParams
+from ..engines.base import CancelToken, VoiceParams
 
 
 class QueuePolicy(str, enum.Enum):
@@ -167,6 +167,7 @@ class Utterance:
         self._halt = threading.Event()  # set on cancel or abort: publish nothing more
         self._done = threading.Event()
         self._attempt = 0
+        self._token = CancelToken()  # aborts the engine call of the current attempt
 
     @property
     def done(self) -> bool:
