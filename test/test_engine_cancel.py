@@ -8,6 +8,8 @@ import pytest
 from hayakoe_ros.engines import CancelToken, SynthesisCanceledError
 from hayakoe_ros.engines import hayakoe_internals as hk
 
+pytestmark = pytest.mark.unit
+
 TEXT = 'こんにちは、今日はいい天気ですね。'
 
 
