@@ -120,7 +120,7 @@ class EngineWorker:
             sched = SpeechScheduler(eng, lambda utt, chunk: None,
                                     SchedulerConfig(pacing=False))
             try:
-                sched.submit(text, voice).wait()
+                sched.submit(text, voice).wait(3600)
             finally:
                 sched.shutdown()
 

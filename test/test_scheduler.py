@@ -1,73 +1,78 @@
 # Copyright 2026 The hayakoe_ros Authors
 # SPDX-License-Identifier: AGPL-3.0-or-later
-"""The speech pipeline end to end on a real engine (tiny hayakoe model), without ROS."""
+"""The speech scheduler on a deterministic tone engine and a virtual clock (no ROS, no model).
 
+The real engines have their own tests (test_engines.py, test_node_speech.py); here every
+wait runs on :class:`VirtualClock`, so pacing costs no wall-clock time.
+"""
+
+import ast
+import logging
+from pathlib import Path
 import threading
-import time
 
 import numpy as np
 import pytest
 
-from hayakoe_ros.engines import UnknownStyleError, VoiceParams
-from hayakoe_ros.engines.hayakoe_internals import synthesize_float
-from hayakoe_ros.speech import (InputError, Outcome, QueueFullError, SchedulerConfig,
-                                SpeechScheduler)
+from hayakoe_ros.engines import VoiceParams
+from hayakoe_ros.speech import (CancelReason, InputError, Outcome, QueueFullError,
+                                QueuePolicy, SchedulerClosedError, SchedulerConfig,
+                                SchedulerFailedError, SpeechScheduler)
 from hayakoe_ros.speech.audio import LIMIT_CEILING
+from speech_fakes import REAL_TIMEOUT_S, ToneEngine, VirtualClock
 
 pytestmark = pytest.mark.unit
 
-SIX_SENTENCES = ('こんにちは。今日はいい天気ですね。駅まで歩きましょう。'
-                 '途中で本屋に寄ります。新しい本を買いたいです。それでは出発しましょう。')
+SR = ToneEngine.RATE
+VOICE = VoiceParams()
+THREE = 'こんにちは。散歩に行きましょう！今日はいい天気ですね？'
+T = REAL_TIMEOUT_S
 
 
 class Recorder:
-    """Sink that keeps every chunk with the time it was handed over."""
+    """Sink that keeps every chunk, and can fail on demand."""
 
     def __init__(self):
         self.items = []
         self.lock = threading.Lock()
+        self.fail_with = None
+        self.got = threading.Event()
 
     def __call__(self, utt, chunk):
+        if self.fail_with is not None:
+            raise self.fail_with
         with self.lock:
-            self.items.append((time.monotonic(), utt.id, chunk))
+            self.items.append((utt.id, chunk))
+        self.got.set()
 
     def chunks(self, utt):
         with self.lock:
-            return [c for _, uid, c in self.items if uid == utt.id]
+            return [c for uid, c in self.items if uid == utt.id]
 
     def audio(self, utt):
         chunks = self.chunks(utt)
-        return np.concatenate([c.samples for c in chunks]) if chunks else np.zeros(0)
-
-
-class SpyEngine:
-    """Wraps a real engine and records when each synthesis call ends (no behaviour change)."""
-
-    def __init__(self, engine):
-        self._engine = engine
-        self.synth_done = []
-
-    def __getattr__(self, name):
-        return getattr(self._engine, name)
-
-    def synthesize(self, text, voice):
-        audio = self._engine.synthesize(text, voice)
-        self.synth_done.append((time.monotonic(), text))
-        return audio
+        pcm = np.concatenate([c.samples for c in chunks]) if chunks else np.zeros(0, np.int16)
+        return pcm[:utt.audio_samples]
 
 
 @pytest.fixture
-def make_scheduler():
+def rig():
+    """make(**config) -> (scheduler, recorder, engine, clock, speaking calls)."""
     made = []
 
-    def make(engine, **config):
+    def make(**config):
+        clock = VirtualClock()
+        engine = ToneEngine(clock)
         rec = Recorder()
-        sched = SpeechScheduler(engine, rec, SchedulerConfig(**config))
-        made.append(sched)
-        return sched, rec
+        speaking = []
+        sched = SpeechScheduler(engine, rec, SchedulerConfig(**config),
+                                on_speaking=speaking.append, clock=clock, waiter=clock.wait)
+        made.append((sched, engine))
+        return sched, rec, engine, clock, speaking
 
     yield make
-    for sched in made:
+    for sched, engine in made:
+        engine.release()
         sched.shutdown()
 
 
@@ -75,221 +80,359 @@ def _zero_runs(samples, min_len):
     """(start, length) of runs of exact zeros at least ``min_len`` samples long."""
     zero = np.concatenate([[False], samples == 0, [False]])
     edges = np.flatnonzero(np.diff(zero.astype(np.int8)))
-    runs = [(s, e - s) for s, e in zip(edges[::2], edges[1::2])]
-    return [r for r in runs if r[1] >= min_len]
+    return [(s, e - s) for s, e in zip(edges[::2], edges[1::2]) if e - s >= min_len]
 
 
-def test_first_chunk_is_published_before_the_rest_is_synthesised(
-        tiny_engine, det_voice, make_scheduler):
-    spy = SpyEngine(tiny_engine)
-    sched, rec = make_scheduler(spy, pacing=True, max_lead_s=0.05, chunk_frames=1024)
-    utt = sched.submit(SIX_SENTENCES, det_voice)
-    assert utt.wait(120) and utt.outcome is Outcome.SUCCEEDED
-    first_chunk_at = rec.items[0][0]
-    assert len(utt.segments) == 6
-    # Streaming: audio went out while later segments were still being synthesised.
-    assert first_chunk_at < spy.synth_done[-1][0]
-    assert first_chunk_at <= spy.synth_done[1][0]
+def _wait_published(rec, utt, samples):
+    """Block (bounded) until ``samples`` of ``utt`` have reached the sink."""
+    while sum(c.valid_frames for c in rec.chunks(utt)) < samples:
+        assert rec.got.wait(T)
+        rec.got.clear()
 
 
-def test_pauses_are_the_predicted_ones_not_a_fixed_gap(tiny_engine, det_voice,
-                                                       make_scheduler):
-    sched, rec = make_scheduler(tiny_engine, pacing=False, chunk_frames=512)
-    text = 'こんにちは。今日はいい天気ですね！散歩に行きましょうか？'
-    utt = sched.submit(text, det_voice)
-    assert utt.wait(60) and utt.outcome is Outcome.SUCCEEDED
-    sr = tiny_engine.sample_rate
-    assert len(utt.pauses) == 2
-    direct = [tiny_engine.predict_pause(a.text, b.text, det_voice)
-              for a, b in zip(utt.segments, utt.segments[1:])]
-    np.testing.assert_allclose(utt.pauses, [max(p, 0.08) for p in direct], rtol=1e-6)
-    # The tiny model's duration predictor is biased so pauses exceed hayakoe's 80 ms floor.
-    assert all(p > 0.1 for p in utt.pauses)
-    audio = rec.audio(utt)[:utt.audio_samples]
-    gaps = _zero_runs(audio, int(0.03 * sr))
-    assert len(gaps) == 2, gaps
-    for (_start, length), predicted in zip(gaps, utt.pauses):
-        # The random model's output is never silent, so the whole pause is inserted.
-        assert abs(length / sr - predicted) < 0.003, (length / sr, predicted)
-    assert abs(gaps[0][1] - gaps[1][1]) / sr > 0.005 or \
-        abs(utt.pauses[0] - 0.08) > 0.02  # not a fixed gap
+FIRST_LEN = ToneEngine.samples_for('こんにちは。')
 
 
-def test_chunks_have_exact_frames_and_only_the_last_is_padded(tiny_engine, det_voice,
-                                                              make_scheduler):
-    sched, rec = make_scheduler(tiny_engine, pacing=False, chunk_frames=777)
-    utt = sched.submit('こんにちは。元気ですか。', det_voice)
-    assert utt.wait(60) and utt.outcome is Outcome.SUCCEEDED
+def test_first_chunk_is_published_before_the_rest_is_synthesised(rig):
+    sched, rec, engine, _, _ = rig(chunk_frames=256)
+    engine.hold('散歩')
+    utt = sched.submit(THREE, VOICE)
+    assert engine.entered.wait(T)
+    # The second segment is still being synthesised; the first is already out.
+    _wait_published(rec, utt, FIRST_LEN)
+    assert not utt.done
+    engine.release()
+    assert utt.wait(T) and utt.outcome is Outcome.SUCCEEDED
+
+
+def test_pauses_are_the_predicted_ones_not_a_fixed_gap(rig):
+    sched, rec, engine, _, _ = rig(pacing=False, chunk_frames=512)
+    utt = sched.submit(THREE, VOICE)
+    assert utt.wait(T) and utt.outcome is Outcome.SUCCEEDED
+    expected = [max(ToneEngine.pause_for(s.text), 0.08) for s in utt.segments[:-1]]
+    assert utt.pauses == pytest.approx(expected)
+    audio = rec.audio(utt)
+    gaps = _zero_runs(audio, int(0.03 * SR))
+    assert [round(length / SR, 3) for _, length in gaps] == pytest.approx(expected, abs=1e-3)
+    assert abs(gaps[0][1] - gaps[1][1]) / SR > 0.01  # two different predicted pauses
+    # Segment audio sits between the gaps, sample-exact.
+    seg_lens = [ToneEngine.samples_for(s.text) for s in utt.segments]
+    assert gaps[0][0] == seg_lens[0]
+    assert len(audio) == sum(seg_lens) + sum(round(p * SR) for p in expected)
+
+
+def test_chunks_have_exact_frames_and_are_paced_at_playback_rate(rig):
+    sched, rec, _, clock, _ = rig(chunk_frames=777, max_lead_s=0.05)
+    start = clock()
+    utt = sched.submit('こんにちは。元気ですか。', VOICE)
+    assert utt.wait(T) and utt.outcome is Outcome.SUCCEEDED
     chunks = rec.chunks(utt)
     assert all(len(c.samples) == 777 and c.samples.dtype == np.int16 for c in chunks)
     assert [c.valid_frames for c in chunks[:-1]] == [777] * (len(chunks) - 1)
     assert 0 < chunks[-1].valid_frames <= 777
     assert utt.audio_samples == 777 * (len(chunks) - 1) + chunks[-1].valid_frames
     assert [c.index for c in chunks] == list(range(len(chunks)))
-    plays = [c.play_time for c in chunks]
-    np.testing.assert_allclose(np.diff(plays), 777 / tiny_engine.sample_rate, rtol=1e-6)
+    np.testing.assert_allclose(np.diff([c.play_time for c in chunks]), 777 / SR)
+    # It ends when its last sample has played on the (virtual) clock, not before.
+    assert utt.finished_at == pytest.approx(chunks[0].play_time + utt.audio_samples / SR)
+    assert utt.finished_at - start >= utt.audio_s
 
 
-def test_no_chunk_after_cancel_returns_and_the_queue_is_untouched(
-        openjtalk_engine, make_scheduler):
-    sched, rec = make_scheduler(openjtalk_engine, pacing=True, max_lead_s=0.1,
-                                chunk_frames=1024)
-    long_utt = sched.submit(SIX_SENTENCES, VoiceParams())
-    queued = sched.submit('次の発話です。', VoiceParams())
-    deadline = time.monotonic() + 30
-    while not rec.chunks(long_utt) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    time.sleep(0.3)
-    assert sched.cancel(long_utt)
+def test_no_chunk_after_cancel_returns_and_the_queue_is_untouched(rig):
+    sched, rec, engine, _, _ = rig(chunk_frames=256)
+    engine.hold('散歩')
+    long_utt = sched.submit(THREE, VOICE)
+    queued = sched.submit('次の発話です。', VOICE)
+    assert engine.entered.wait(T)
+    _wait_published(rec, long_utt, FIRST_LEN)
+    assert sched.cancel(long_utt, CancelReason.CLIENT)
     n_at_cancel = len(rec.chunks(long_utt))
-    canceled_at = time.monotonic()
+    assert n_at_cancel > 0
     assert long_utt.outcome is Outcome.CANCELED
-    assert queued.wait(30) and queued.outcome is Outcome.SUCCEEDED
+    assert long_utt.cancel_reason is CancelReason.CLIENT
+    assert long_utt.error == 'canceled by the client'
+    engine.release()
+    assert queued.wait(T) and queued.outcome is Outcome.SUCCEEDED
     assert len(rec.chunks(long_utt)) == n_at_cancel
-    assert all(t <= canceled_at for t, uid, _ in rec.items if uid == long_utt.id)
     assert len(rec.chunks(queued)) > 0
-    assert not sched.cancel(long_utt)  # already finished
+    assert not sched.cancel(long_utt, CancelReason.STOP)  # already finished
+    assert long_utt.cancel_reason is CancelReason.CLIENT
+    with pytest.raises(ValueError):
+        sched.cancel(queued, 'because')
 
 
-def test_interrupt_policy_cancels_the_current_utterance_only(openjtalk_engine,
-                                                            make_scheduler):
-    sched, rec = make_scheduler(openjtalk_engine, pacing=True, max_lead_s=0.1,
-                                queue_policy='interrupt')
-    first = sched.submit(SIX_SENTENCES, VoiceParams())
-    deadline = time.monotonic() + 30
-    while not rec.chunks(first) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    urgent = sched.submit('止まってください。', VoiceParams())
-    assert first.wait(5) and first.outcome is Outcome.CANCELED
-    assert 'interrupt' in first.error
-    assert urgent.wait(30) and urgent.outcome is Outcome.SUCCEEDED
-    # A second urgent one interrupts the first urgent one, and does not drop older waiters.
-    sched.configure(queue_policy='enqueue')
-    a = sched.submit('一つ目の長い説明をします。とても長い説明です。', VoiceParams())
-    b = sched.submit('二つ目です。', VoiceParams())
-    while not rec.chunks(a) and time.monotonic() < deadline + 30:
-        time.sleep(0.01)
+@pytest.mark.parametrize('how', ['cancel', 'stop', 'interrupt'])
+def test_cancel_stop_and_interrupt_abort_the_engine_call_in_flight(rig, how):
+    sched, rec, engine, _, _ = rig()
+    engine.hold('散歩')
+    first = sched.submit(THREE, VOICE)
+    assert engine.entered.wait(T)
+    if how == 'cancel':
+        sched.cancel(first, CancelReason.CLIENT)
+    elif how == 'stop':
+        sched.stop()
+    else:
+        sched.configure(queue_policy='interrupt')
+    nxt = sched.submit('次です。', VOICE)
+    assert first.outcome is Outcome.CANCELED
+    # The held call was cut short by the cancel (never released by the test).
+    assert nxt.wait(T) and nxt.outcome is Outcome.SUCCEEDED
+    assert engine.aborted == [first.segments[1].text]
+    assert engine.calls[-1] == '次です。'
+
+
+def test_interrupt_policy_cancels_the_current_utterance_only(rig):
+    sched, rec, engine, _, _ = rig(queue_policy='interrupt')
+    assert sched.config.queue_policy is QueuePolicy.INTERRUPT
+    engine.hold('散歩')
+    first = sched.submit(THREE, VOICE)
+    assert engine.entered.wait(T)
+    sched.configure(queue_policy=QueuePolicy.ENQUEUE)
+    waiting = sched.submit('二つ目です。', VOICE)
     sched.configure(queue_policy='interrupt')
-    c = sched.submit('三つ目です。', VoiceParams())
-    assert a.wait(5) and a.outcome is Outcome.CANCELED
-    assert c.wait(30) and b.wait(30)
-    assert c.outcome is Outcome.SUCCEEDED and b.outcome is Outcome.SUCCEEDED
-    first_c = rec.chunks(c)[0].play_time
-    first_b = rec.chunks(b)[0].play_time
-    assert first_c < first_b  # the interrupting utterance is spoken next
+    urgent = sched.submit('止まってください。', VOICE)
+    assert first.done and first.outcome is Outcome.CANCELED
+    assert first.cancel_reason is CancelReason.INTERRUPTED
+    engine.release()
+    assert urgent.wait(T) and waiting.wait(T)
+    assert urgent.outcome is Outcome.SUCCEEDED and waiting.outcome is Outcome.SUCCEEDED
+    # The interrupting utterance is spoken next; the older waiter keeps its place after.
+    assert rec.chunks(urgent)[0].play_time < rec.chunks(waiting)[0].play_time
 
 
-def test_queue_bound_rejects_with_a_clear_error_and_drops_nothing(openjtalk_engine,
-                                                                  make_scheduler):
-    sched, rec = make_scheduler(openjtalk_engine, pacing=True, max_queue=1)
-    speaking = sched.submit('一つ目の発話です。少し長めに話します。', VoiceParams())
-    deadline = time.monotonic() + 30
-    while not rec.chunks(speaking) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    waiting = sched.submit('二つ目です。', VoiceParams())
+def test_queue_bound_rejects_with_a_clear_error_and_drops_nothing(rig):
+    sched, _, engine, _, _ = rig(max_queue=1)
+    engine.hold('一つ目')
+    speaking = sched.submit('一つ目です。', VOICE)
+    assert engine.entered.wait(T)
+    waiting = sched.submit('二つ目です。', VOICE)
     with pytest.raises(QueueFullError, match='max_queue=1'):
-        sched.submit('三つ目です。', VoiceParams())
-    assert speaking.wait(30) and waiting.wait(30)
+        sched.submit('三つ目です。', VOICE)
+    engine.release()
+    assert speaking.wait(T) and waiting.wait(T)
     assert speaking.outcome is Outcome.SUCCEEDED and waiting.outcome is Outcome.SUCCEEDED
 
 
-def test_stop_silences_and_flushes_then_serves_again(openjtalk_engine, make_scheduler):
-    sched, rec = make_scheduler(openjtalk_engine, pacing=True)
-    utts = [sched.submit(t, VoiceParams()) for t in
-            ('一つ目の発話です。少し長めに話します。', '二つ目です。', '三つ目です。')]
-    deadline = time.monotonic() + 30
-    while not rec.chunks(utts[0]) and time.monotonic() < deadline:
-        time.sleep(0.01)
+def test_max_queue_zero_speaks_only_when_idle_but_may_interrupt(rig):
+    sched, _, engine, _, _ = rig(max_queue=0)
+    engine.hold('一つ目')
+    first = sched.submit('一つ目です。', VOICE)
+    assert engine.entered.wait(T)
+    with pytest.raises(QueueFullError):
+        sched.submit('二つ目です。', VOICE)
+    sched.configure(queue_policy='interrupt')
+    urgent = sched.submit('割り込みです。', VOICE)
+    assert first.outcome is Outcome.CANCELED
+    engine.release()
+    assert urgent.wait(T) and urgent.outcome is Outcome.SUCCEEDED
+
+
+def test_stop_silences_and_flushes_then_serves_again(rig):
+    sched, rec, engine, _, speaking = rig()
+    engine.hold('散歩')
+    utts = [sched.submit(t, VOICE) for t in (THREE, '二つ目です。', '三つ目です。')]
+    assert engine.entered.wait(T)
+    _wait_published(rec, utts[0], 1)
     assert sched.stop() == 3
     n = len(rec.items)
-    assert all(u.outcome is Outcome.CANCELED for u in utts)
+    assert all(u.outcome is Outcome.CANCELED and u.cancel_reason is CancelReason.STOP
+               for u in utts)
     assert sched.queue_depth == 0
-    time.sleep(0.3)
-    assert len(rec.items) == n
-    again = sched.submit('また話せます。', VoiceParams())
-    assert again.wait(30) and again.outcome is Outcome.SUCCEEDED
+    assert speaking == [True, False]
+    engine.release()
+    again = sched.submit('また話せます。', VOICE)
+    assert again.wait(T) and again.outcome is Outcome.SUCCEEDED
+    assert len(rec.items) > n and all(uid == again.id for uid, _ in rec.items[n:])
 
 
-def test_level_is_the_models_own_times_one_gain(tiny_engine, det_voice, make_scheduler):
-    sched, rec = make_scheduler(tiny_engine, pacing=False, chunk_frames=4096)
-    texts = ['あ。', 'こんにちは、今日はいい天気ですね。']
-    raw = [synthesize_float(tiny_engine.speaker, t, det_voice) for t in texts]
-    out = []
-    for text in texts:
-        utt = sched.submit(text, det_voice, volume=0.5)
-        assert utt.wait(60)
-        out.append(rec.audio(utt)[:utt.audio_samples].astype(np.float64) / 32767)
-    for r, o in zip(raw, out):
-        # One fixed gain: published = 0.5 x raw model output (no peak normalisation).
-        assert len(o) == len(r)
-        expected = np.clip(0.5 * r, -LIMIT_CEILING, LIMIT_CEILING)
-        assert np.max(np.abs(o - expected)) < 2e-4 + 1e-3 * (np.max(np.abs(0.5 * r))
-                                                            > LIMIT_CEILING)
-    peak_ratio = np.max(np.abs(out[0])) / np.max(np.abs(out[1]))
-    raw_ratio = np.max(np.abs(raw[0])) / np.max(np.abs(raw[1]))
-    assert abs(peak_ratio - raw_ratio) < 0.02 * raw_ratio
-    # hayakoe's public generate() peak-normalises each to full scale; we do not.
-    gen = [tiny_engine.speaker.generate(t, noise=0, noise_w=0, sdp_ratio=0).data
-           for t in texts]
-    assert all(np.max(np.abs(g)) >= 32766 for g in gen)
-    # The same text twice gives the same level (and samples).
-    again = sched.submit(texts[1], det_voice, volume=0.5)
-    assert again.wait(60)
-    np.testing.assert_array_equal(rec.audio(again)[:again.audio_samples],
-                                  np.rint(out[1] * 32767).astype(np.int16))
-
-
-def test_limiter_keeps_loud_volume_from_clipping(tiny_engine, det_voice, make_scheduler):
-    sched, rec = make_scheduler(tiny_engine, pacing=False)
-    utt = sched.submit('こんにちは、今日はいい天気ですね。', det_voice, volume=4.0)
-    assert utt.wait(60)
-    audio = rec.audio(utt)
-    assert np.max(np.abs(audio.astype(np.int32))) <= int(LIMIT_CEILING * 32767) + 1
+def test_level_is_the_engines_own_times_one_gain_and_limited(rig):
+    sched, rec, _, _, _ = rig(pacing=False, chunk_frames=4096)
+    utt = sched.submit('あいうえお。', VOICE, volume=0.5)
+    assert utt.wait(T)
+    raw = ToneEngine.tone(ToneEngine.samples_for('あいうえお。'))
+    np.testing.assert_allclose(rec.audio(utt) / 32767, 0.5 * raw, atol=1 / 32767)
+    loud = sched.submit('あいうえお。', VOICE, volume=4.0)
+    assert loud.wait(T)
+    assert np.max(np.abs(rec.audio(loud).astype(np.int32))) <= int(LIMIT_CEILING * 32767) + 1
 
 
 @pytest.mark.parametrize('text, code', [('', 'empty'), ('  ', 'empty'),
                                         ('！？。', 'nothing_speakable'),
                                         ('😀😀😀', 'nothing_speakable'),
                                         ('あ' * 3001, 'too_long')])
-def test_bad_input_is_rejected_and_the_queue_keeps_serving(tiny_engine, det_voice,
-                                                           make_scheduler, text, code):
-    sched, rec = make_scheduler(tiny_engine, pacing=False, max_chars=3000)
-    good = sched.submit('こんにちは。', det_voice)
+def test_bad_input_is_rejected_and_the_queue_keeps_serving(rig, text, code):
+    sched, rec, _, _, _ = rig(pacing=False, max_chars=3000)
+    good = sched.submit('こんにちは。', VOICE)
     with pytest.raises(InputError) as info:
-        sched.submit(text, det_voice)
+        sched.submit(text, VOICE)
     assert info.value.code == code
-    assert good.wait(60) and good.outcome is Outcome.SUCCEEDED
+    assert good.wait(T) and good.outcome is Outcome.SUCCEEDED
     assert len(rec.chunks(good)) > 0
 
 
-def test_unknown_style_and_speaker_are_rejected(tiny_engine, det_voice, make_scheduler):
-    sched, _ = make_scheduler(tiny_engine, pacing=False)
-    with pytest.raises(UnknownStyleError, match="unknown style 'Furious'"):
-        sched.submit('こんにちは。', VoiceParams(style='Furious'))
-    with pytest.raises(UnknownStyleError, match='speaker id 7'):
-        sched.submit('こんにちは。', VoiceParams(style=det_voice.style, speaker_id=7))
-
-
-def test_control_characters_are_stripped_and_mixed_text_spoken(tiny_engine, det_voice,
-                                                               make_scheduler):
-    sched, rec = make_scheduler(tiny_engine, pacing=False)
-    utt = sched.submit('\x1bROSの\x00nodeを起動します。', det_voice)
-    assert utt.wait(60) and utt.outcome is Outcome.SUCCEEDED
+def test_control_characters_are_stripped(rig):
+    sched, _, _, _, _ = rig(pacing=False)
+    utt = sched.submit('\x1bROSの\x00nodeを起動します。', VOICE)
+    assert utt.wait(T) and utt.outcome is Outcome.SUCCEEDED
     assert utt.text == 'ROSのnodeを起動します。'
-    assert utt.audio_samples > 0.3 * tiny_engine.sample_rate
+    assert utt.audio_samples == ToneEngine.samples_for(utt.text)
 
 
-def test_max_queue_zero_speaks_only_when_idle(openjtalk_engine, make_scheduler):
-    sched, rec = make_scheduler(openjtalk_engine, pacing=True, max_queue=0)
-    first = sched.submit('一つ目の発話です。少し長めに話します。', VoiceParams())
-    with pytest.raises(QueueFullError):
-        sched.submit('二つ目です。', VoiceParams())
-    assert first.wait(30) and first.outcome is Outcome.SUCCEEDED
-    idle = sched.submit('また話せます。少し長めに話します。', VoiceParams())
-    deadline = time.monotonic() + 30
-    while not rec.chunks(idle) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    sched.configure(queue_policy='interrupt')
-    urgent = sched.submit('割り込みです。', VoiceParams())  # interrupting is allowed
-    assert idle.wait(10) and idle.outcome is Outcome.CANCELED
-    assert urgent.wait(30) and urgent.outcome is Outcome.SUCCEEDED
+def test_queue_policy_accepts_the_strings_and_rejects_others_by_name():
+    assert SchedulerConfig(queue_policy='enqueue').validated().queue_policy \
+        is QueuePolicy.ENQUEUE
+    with pytest.raises(ValueError, match="one of: enqueue, interrupt; got 'random'"):
+        SchedulerConfig(queue_policy='random').validated()
+
+
+# ---------------------------------------------------------------- races and failures
+def test_shutdown_refuses_what_is_submitted_while_it_cancels(rig):
+    """Regression: shutdown() canceled first and closed second; a submit in between hung."""
+    sched, _, engine, _, _ = rig()
+    late = []
+
+    def resubmit(_utt):  # runs in shutdown's thread, between its cancel and its return
+        try:
+            late.append(sched.submit('後から来ました。', VOICE))
+        except SchedulerClosedError as exc:
+            late.append(exc)
+        engine.release()  # let the synthesis thread see the shutdown at once
+
+    engine.hold('一つ目')
+    first = sched.submit('一つ目です。', VOICE, on_done=resubmit)
+    assert engine.entered.wait(T)
+    sched.shutdown(timeout=T)
+    assert first.outcome is Outcome.CANCELED
+    assert first.cancel_reason is CancelReason.SHUTDOWN
+    assert len(late) == 1
+    assert isinstance(late[0], SchedulerClosedError), \
+        f'accepted after shutdown began: outcome {late[0].outcome}'
+    with pytest.raises(SchedulerClosedError):
+        sched.submit('もう一度。', VOICE)
+
+
+def test_a_dead_publisher_thread_aborts_everything_and_is_reported(rig):
+    sched, _, engine, clock, _ = rig()
+    engine.hold('散歩')
+    speaking = sched.submit(THREE, VOICE)
+    waiting = sched.submit('待っています。', VOICE)
+    assert engine.entered.wait(T)
+    assert sched.failure is None
+    clock.fail_once('tts-publisher', RuntimeError('clock broke'))
+    engine.release()
+    assert speaking.wait(T) and waiting.wait(T)
+    for utt in (speaking, waiting):
+        assert utt.outcome is Outcome.ABORTED
+        assert 'publisher thread died: RuntimeError: clock broke' in utt.error
+    assert 'publisher thread died' in sched.failure
+    with pytest.raises(SchedulerFailedError, match='clock broke'):
+        sched.submit('まだ話せますか。', VOICE)
+
+
+def test_a_dead_synthesis_thread_aborts_everything_and_is_reported(rig):
+    sched, _, engine, clock, _ = rig()
+    engine.hold('一つ目')
+    first = sched.submit('一つ目です。', VOICE)
+    second = sched.submit('二つ目です。', VOICE)
+    assert engine.entered.wait(T)
+    clock.fail_once('tts-synthesis', KeyError('bug'))
+    engine.release()
+    assert first.wait(T) and second.wait(T)
+    assert first.outcome is Outcome.ABORTED and second.outcome is Outcome.ABORTED
+    assert 'synthesis thread died: KeyError' in second.error
+    with pytest.raises(SchedulerFailedError, match='synthesis thread died'):
+        sched.submit('三つ目です。', VOICE)
+
+
+def test_a_failing_sink_aborts_its_utterance_logs_once_and_serves_on(rig, caplog):
+    sched, rec, _, _, speaking = rig(chunk_frames=64)
+    rec.fail_with = OSError('device gone')
+    with caplog.at_level(logging.ERROR, logger='hayakoe_ros'):
+        utt = sched.submit(THREE, VOICE)
+        assert utt.wait(T)
+    assert utt.outcome is Outcome.ABORTED
+    assert utt.error == 'audio sink failed: OSError: device gone'
+    assert len([r for r in caplog.records if 'audio sink failed' in r.getMessage()]) == 1
+    rec.fail_with = None
+    again = sched.submit('また話せます。', VOICE)
+    assert again.wait(T) and again.outcome is Outcome.SUCCEEDED
+    assert sched.failure is None
+    assert speaking[-1] is False
+
+
+def test_a_failing_on_chunk_callback_aborts_its_utterance(rig):
+    sched, _, _, _, _ = rig()
+
+    def on_chunk(utt, chunk):
+        raise ValueError('bad feedback')
+
+    utt = sched.submit(THREE, VOICE, on_chunk=on_chunk)
+    assert utt.wait(T)
+    assert utt.outcome is Outcome.ABORTED
+    assert utt.error == 'audio sink failed: ValueError: bad feedback'
+
+
+def test_an_engine_failure_aborts_that_utterance_only(rig):
+    sched, _, engine, _, _ = rig()
+    engine.fail('壊れ')
+    bad = sched.submit('これは壊れます。', VOICE)
+    good = sched.submit('これは大丈夫です。', VOICE)
+    assert bad.wait(T) and good.wait(T)
+    assert bad.outcome is Outcome.ABORTED
+    assert bad.error.startswith('synthesis failed: RuntimeError: tone engine failure')
+    assert good.outcome is Outcome.SUCCEEDED and sched.failure is None
+
+
+def test_speaking_stays_true_across_queued_utterances(rig):
+    sched, _, engine, _, speaking = rig()
+    engine.hold('一つ目')
+    utts = [sched.submit(t, VOICE) for t in ('一つ目です。', '二つ目です。', '三つ目です。')]
+    assert engine.entered.wait(T)
+    engine.release()
+    assert all(u.wait(T) and u.outcome is Outcome.SUCCEEDED for u in utts)
+    assert speaking == [True, False]  # no False/True blip between them
+    alone = sched.submit('もう一つ。', VOICE)
+    assert alone.wait(T)
+    assert speaking == [True, False, True, False]
+
+
+def test_speaking_stays_true_when_the_current_one_is_canceled_and_another_waits(rig):
+    sched, rec, engine, _, speaking = rig()
+    engine.hold('散歩')
+    first = sched.submit(THREE, VOICE)
+    second = sched.submit('次です。', VOICE)
+    assert engine.entered.wait(T)
+    _wait_published(rec, first, 1)
+    sched.cancel(first, CancelReason.CLIENT)
+    assert speaking == [True]
+    engine.release()
+    assert second.wait(T) and second.outcome is Outcome.SUCCEEDED
+    assert speaking == [True, False]
+
+
+def test_debug_log_names_each_segment_and_pause(rig, caplog):
+    sched, _, _, _, _ = rig(pacing=False)
+    with caplog.at_level(logging.DEBUG, logger='hayakoe_ros.speech'):
+        utt = sched.submit(THREE, VOICE)
+        assert utt.wait(T)
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith('hayakoe_ros.speech')]
+    segs = [m for m in lines if f'utterance {utt.id}: segment' in m]
+    pauses = [m for m in lines if f'utterance {utt.id}: pause' in m]
+    assert len(segs) == 3 and 'segment 1/3 synthesised: 6 chars, 0.250 s audio' in segs[0]
+    assert len(pauses) == 2 and f'{utt.pauses[0]:.3f} s' in pauses[0]
+
+
+def test_every_wait_in_the_speech_layer_is_bounded():
+    """No untimed Event/Condition wait, queue get/put or join in hayakoe_ros/speech."""
+    untimed = []
+    for path in sorted((Path(__file__).parents[1] / 'hayakoe_ros' / 'speech').glob('*.py')):
+        for node in ast.walk(ast.parse(path.read_text(encoding='utf-8'))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr in ('wait', 'get', 'put', 'join', 'wait_for') and \
+                    not node.args[1 if node.func.attr in ('put', 'wait_for') else 0:] and \
+                    not any(k.arg == 'timeout' for k in node.keywords):
+                if node.func.attr == 'get' and isinstance(node.func.value, ast.Name) \
+                        and node.func.value.id in ('kwargs', 'changes'):
+                    continue
+                untimed.append(f'{path.name}:{node.lineno} .{node.func.attr}()')
+    assert not untimed, untimed

@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: AGPL-3.0-or-later
 """Speech engines: text in, float PCM and pause lengths out. No ROS imports."""
 
-from .base import (Engine, EngineError, EngineLoadError, NothingToSpeakError,
-                   UnknownStyleError, VoiceParams)
+from .base import (CancelToken, Engine, EngineError, EngineLoadError, NothingToSpeakError,
+                   SynthesisCanceledError, UnknownStyleError, VoiceParams)
 
-__all__ = ['Engine', 'EngineError', 'EngineLoadError', 'NothingToSpeakError',
-           'UnknownStyleError', 'VoiceParams', 'create_engine']
+__all__ = ['CancelToken', 'Engine', 'EngineError', 'EngineLoadError', 'NothingToSpeakError',
+           'SynthesisCanceledError', 'UnknownStyleError', 'VoiceParams', 'create_engine']
 
 
 def create_engine(engine: str, **options) -> Engine:

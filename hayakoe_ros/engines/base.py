@@ -11,8 +11,10 @@ queueing) lives in :mod:`hayakoe_ros.speech`.
 from __future__ import annotations
 
 import abc
+import contextlib
 import dataclasses
-from typing import Sequence
+import threading
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -31,6 +33,58 @@ class UnknownStyleError(EngineError, ValueError):
 
 class NothingToSpeakError(EngineError, ValueError):
     """The text yields no phonemes: there is nothing the voice can say."""
+
+
+class SynthesisCanceledError(EngineError):
+    """The engine call was aborted because its :class:`CancelToken` was canceled."""
+
+
+class CancelToken:
+    """Cancellation of engine calls, set from any thread (one token per utterance attempt).
+
+    :meth:`cancel` is idempotent and runs every hook registered with :meth:`hook` at once
+    (in the canceling thread), so an engine can interrupt a call in flight (e.g. ONNX
+    Runtime's ``RunOptions.terminate``).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._canceled = False
+        self._hooks: list = []
+
+    @property
+    def canceled(self) -> bool:
+        """True once :meth:`cancel` was called."""
+        return self._canceled
+
+    def cancel(self) -> None:
+        """Cancel: run the hooks registered now (hook exceptions propagate)."""
+        with self._lock:
+            if self._canceled:
+                return
+            self._canceled = True
+            hooks = list(self._hooks)
+        for fn in hooks:
+            fn()
+
+    @contextlib.contextmanager
+    def hook(self, fn: Callable[[], None]) -> Iterator[None]:
+        """Call ``fn`` on cancel while the block runs (at once if already canceled)."""
+        with self._lock:
+            self._hooks.append(fn)
+            run_now = self._canceled
+        try:
+            if run_now:
+                fn()
+            yield
+        finally:
+            with self._lock:
+                self._hooks.remove(fn)
+
+    def check(self) -> None:
+        """Raise :class:`SynthesisCanceledError` if canceled."""
+        if self._canceled:
+            raise SynthesisCanceledError('synthesis canceled')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,6 +182,21 @@ class Engine(abc.ABC):
         Returns:
             Pause length in seconds, >= 0.
         """
+
+    @contextlib.contextmanager
+    def cancellable(self, token: CancelToken) -> Iterator[None]:
+        """Make the engine calls inside the block abort when ``token`` is canceled.
+
+        The default checks the token at the block's boundaries only (before and after the
+        call): the nearest boundary for engines whose call cannot be interrupted (Open
+        JTalk's single C call, a CUDA kernel). Engines that can do better override it.
+
+        Raises:
+            SynthesisCanceledError: ``token`` was canceled before or during the block.
+        """
+        token.check()
+        yield
+        token.check()
 
     def warmup(self) -> None:
         """Run representative inferences so the first real request is not slow."""

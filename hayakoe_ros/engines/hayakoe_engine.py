@@ -9,16 +9,17 @@ CUDA: PyTorch, optionally with ``torch.compile`` on the shared BERT.
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import os
 import time
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
 from . import hayakoe_internals as hk
-from .base import (Engine, EngineLoadError, NothingToSpeakError, UnknownStyleError,
-                   VoiceParams)
+from .base import (CancelToken, Engine, EngineLoadError, NothingToSpeakError,
+                   SynthesisCanceledError, UnknownStyleError, VoiceParams)
 
 _LOG = logging.getLogger(__name__)
 
@@ -220,6 +221,34 @@ class HayakoeEngine(Engine):
         if pos + 1 < len(ids) and ids[pos + 1] == 0:
             total += float(frames[pos + 1])
         return total * self._hop / self.sample_rate
+
+    @contextlib.contextmanager
+    def cancellable(self, token: CancelToken) -> Iterator[None]:
+        """Abort the ONNX Runtime run in flight when ``token`` is canceled.
+
+        On the ONNX backend every session run inside the block gets ``RunOptions`` whose
+        ``terminate`` flag the cancel sets (:func:`hayakoe_internals.terminable_runs`), so
+        BERT, the duration predictor or the decoder stops within one operator. On CUDA
+        (PyTorch) the nearest boundary is the end of the call (:meth:`Engine.cancellable`).
+
+        Raises:
+            SynthesisCanceledError: ``token`` was canceled before or during the block.
+        """
+        token.check()
+        sessions = hk.terminable_sessions(self._tts, self._speaker)
+        if not sessions:
+            yield
+            token.check()
+            return
+        with hk.terminable_runs(sessions) as terminate, token.hook(terminate):
+            try:
+                yield
+            except Exception as exc:
+                if token.canceled:
+                    raise SynthesisCanceledError('synthesis canceled (ONNX Runtime run '
+                                                 'terminated)') from exc
+                raise
+        token.check()
 
     def warmup(self) -> None:
         """Synthesise two sentences and predict one pause (the first ONNX calls are slow)."""

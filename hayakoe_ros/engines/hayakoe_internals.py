@@ -17,7 +17,7 @@ import contextlib
 import dataclasses
 import inspect
 import threading
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -83,8 +83,23 @@ def check_compatible() -> None:
             problems.append(f'Speaker.{attr} is no longer set in Speaker.__init__')
     if 'ort.SessionOptions()' not in inspect.getsource(speaker_mod.Speaker._init_onnx_synth):
         problems.append('Speaker no longer creates sessions with ort.SessionOptions()')
+    problems += _terminable_run_problems(speaker_mod)
     if problems:
         raise RuntimeError('hayakoe internals changed: ' + '; '.join(problems))
+
+
+def _terminable_run_problems(speaker_mod) -> list:
+    """What :func:`terminable_runs` relies on: sessions run as ``run(None, feed)``."""
+    import onnxruntime as ort
+
+    problems = []
+    if 'terminate' not in dir(ort.RunOptions()):
+        problems.append('onnxruntime.RunOptions has no terminate flag')
+    src = inspect.getsource(speaker_mod.Speaker)
+    for attr in ('_bert_session', '_synth_session', '_dp_session'):
+        if f'{attr}.run(None, ' not in src:
+            problems.append(f'Speaker no longer calls {attr}.run(None, feed)')
+    return problems
 
 
 @contextlib.contextmanager
@@ -114,6 +129,52 @@ def onnx_threads(num_threads: int) -> Iterator[None]:
             yield
         finally:
             ort.SessionOptions = original
+
+
+@contextlib.contextmanager
+def terminable_runs(sessions: Sequence) -> Iterator[Callable[[], None]]:
+    """Pass one ``RunOptions`` to every ``run`` of ``sessions`` inside the block.
+
+    hayakoe calls ``session.run(None, feed)`` with no run options, so each session's
+    ``run`` is shadowed by an instance attribute for the block (removed afterwards) that
+    adds them. Yields ``terminate()``: callable from any thread, it sets
+    ``RunOptions.terminate`` so that the run in flight, and every later run in the
+    block, fails at once (ONNX Runtime raises, naming the terminate flag). Only the
+    calling thread may run these sessions meanwhile (the engine's single-thread rule).
+    """
+    import onnxruntime as ort
+
+    options = ort.RunOptions()
+    patched = []
+    try:
+        for session in {id(s): s for s in sessions}.values():
+            original = session.run
+
+            def run(output_names, input_feed, run_options=None, _run=original):
+                return _run(output_names, input_feed, run_options or options)
+
+            session.run = run
+            patched.append(session)
+
+        def terminate() -> None:
+            options.terminate = True
+
+        yield terminate
+    finally:
+        for session in patched:
+            del session.run
+
+
+def terminable_sessions(tts, speaker) -> list:
+    """ONNX Runtime sessions a synthesis may run (BERT, duration predictor, decoder).
+
+    Empty on the PyTorch (CUDA) backend or for a closed engine.
+    """
+    if speaker is None or getattr(speaker, '_backend', None) != 'onnx':
+        return []
+    found = list(onnx_sessions(tts, speaker).values())
+    found.append(getattr(speaker, '_bert_session', None))
+    return [s for s in found if s is not None]
 
 
 def onnx_sessions(tts, speaker) -> dict:

@@ -7,13 +7,15 @@ The text front end reads numbers, dates, URLs, SSML and the user dictionary.
 No ROS imports: the node wires :class:`~.scheduler.SpeechScheduler` to its topics.
 """
 
-from .scheduler import (AudioChunk, CancelReason, Outcome, QueueFullError, QueuePolicy,
-                        SchedulerClosedError, SchedulerConfig, SpeechScheduler, Utterance)
 from .pipeline import prepare, reading
+from .scheduler import SpeechScheduler
 from .text import Boundary, InputError, Segment, prepare_text, segment
 from .userdict import UserDictionary, UserDictionaryError
+from .utterance import (AudioChunk, CancelReason, Outcome, QueueFullError, QueuePolicy,
+                        SchedulerClosedError, SchedulerConfig, SchedulerFailedError, Utterance)
 
 __all__ = ['AudioChunk', 'Boundary', 'CancelReason', 'InputError', 'Outcome',
            'QueueFullError', 'QueuePolicy', 'SchedulerClosedError', 'SchedulerConfig',
+           'SchedulerFailedError',
            'Segment', 'SpeechScheduler', 'UserDictionary', 'UserDictionaryError',
            'Utterance', 'prepare', 'prepare_text', 'reading', 'segment']

@@ -12,6 +12,12 @@ chunk at a time at playback rate (a blocking audio write per message, as mgonzs1
 keep-last 5), a lead of 0.3 s (7 chunks of 2048 frames at 44.1 kHz) overflowed it and
 lost chunks 1 and 2 of every utterance. Three chunks ahead plus the one being written
 leaves a margin of one message in a depth-5 queue.
+
+Time comes from two injectable functions so that tests run on a virtual clock:
+
+* ``clock() -> float``: monotonic seconds;
+* ``waiter(event, timeout) -> bool``: wait up to ``timeout`` seconds (always finite) for
+  ``event``; True if it is set. The default is :func:`event_wait` (``event.wait``).
 """
 
 from __future__ import annotations
@@ -22,6 +28,14 @@ from typing import Callable, Optional
 
 #: Most chunks released ahead of the one playing (see the module docstring).
 MAX_LEAD_CHUNKS = 3
+
+#: ``waiter(event, timeout_s) -> bool``: a bounded wait for an event (True if it is set).
+Waiter = Callable[[threading.Event, float], bool]
+
+
+def event_wait(event: threading.Event, timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds (>= 0) for ``event`` in real time; True if set."""
+    return event.wait(max(0.0, timeout))
 
 
 class Pacer:
@@ -42,14 +56,17 @@ class Pacer:
         enabled: False releases every chunk at once (benchmarks, offline rendering);
             stamps then assume gapless playback from the first release.
         clock: Monotonic clock in seconds (injectable for tests).
+        waiter: Bounded event wait (injectable for tests); see the module docstring.
     """
 
     def __init__(self, sample_rate: int, max_lead_s: float, enabled: bool = True,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 waiter: Optional[Waiter] = None) -> None:
         self.sample_rate = int(sample_rate)
         self.max_lead_s = float(max_lead_s)
         self.enabled = bool(enabled)
         self._clock = clock
+        self._wait = waiter or event_wait
         self._t0: Optional[float] = None
         self._first_index = 0
         self._chunk_frames = 0
@@ -70,6 +87,8 @@ class Pacer:
     def release(self, sample_index: int, stop: threading.Event) -> Optional[float]:
         """Block until the chunk starting at ``sample_index`` may be released.
 
+        The wait is bounded by the chunk's own playback time minus ``max_lead_s``.
+
         Returns:
             Its playback time (monotonic s), or None if ``stop`` was set while waiting.
         """
@@ -88,7 +107,7 @@ class Pacer:
             self.underruns += 1
             return self.play_time(sample_index)
         wait = play - self.lead_s - now
-        if wait > 0 and stop.wait(wait):
+        if wait > 0 and self._wait(stop, wait):
             return None
         return play
 
@@ -100,4 +119,4 @@ class Pacer:
         if not self.enabled or self._t0 is None:
             return True
         wait = self.play_time(sample_index) - self._clock()
-        return not (wait > 0 and stop.wait(wait))
+        return not (wait > 0 and self._wait(stop, wait))

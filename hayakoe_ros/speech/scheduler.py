@@ -4,24 +4,48 @@
 
 Two threads per scheduler:
 
-* the **synthesis thread** takes utterances in order, synthesises them segment by segment
-  (sentence, or clause of a long sentence), predicts each boundary's pause from the pair of
-  adjacent segments, applies the voice's gain and limiter, and hands each segment's PCM on;
-* the **publisher thread** cuts the PCM into fixed-size chunks and releases them at
-  playback rate, at most ``max_lead_s`` ahead of the playback clock.
+* the **synthesis thread** (``tts-synthesis``) takes utterances in order, synthesises them
+  segment by segment (sentence, or clause of a long sentence), predicts each boundary's
+  pause from the pair of adjacent segments, applies the voice's gain and limiter, and
+  hands each segment's PCM on;
+* the **publisher thread** (``tts-publisher``) cuts the PCM into fixed-size chunks and
+  releases them at playback rate, at most ``max_lead_s`` ahead of the playback clock.
 
 So segment k+1 is synthesised while segment k is being published, time to first audio is
 one segment's synthesis whatever the text length, and a cancel withholds everything not
 yet released. A cancel is effective when :meth:`SpeechScheduler.cancel` returns: no chunk
-of that utterance is handed to the sink afterwards; the engine is freed at the next
-segment boundary.
+of that utterance is handed to the sink afterwards.
+
+Which thread calls each callback:
+
+* ``sink(utt, chunk)`` and ``on_chunk(utt, chunk)``: the publisher thread, in chunk order.
+  An exception aborts that utterance (``audio sink failed: <Type>: <message>``, logged
+  once) and the scheduler keeps serving.
+* ``on_done(utt)``: the publisher thread (succeeded, aborted by the engine or the sink),
+  the thread that called :meth:`~SpeechScheduler.cancel`/``stop``/``shutdown``/``submit``
+  (canceled, interrupted), or a dying internal thread (aborted with the failure).
+* ``on_speaking(bool)``: the publisher thread (True at an utterance's first chunk; False
+  when its last chunk has played and nothing else waits or is in flight) or the
+  canceling thread (False when the last utterance is canceled). Calls are serialised.
+
+Callbacks must return quickly; ``on_speaking`` must not call back into the scheduler.
+
+Lock order (a thread holding one may only take those after it):
+``_pub_lock`` -> ``_finish_lock`` -> ``_speaking_lock`` -> ``_cv``. ``sink``, ``on_chunk``
+and ``on_speaking(True)`` run under ``_pub_lock`` (so a cancel waits for a chunk being
+delivered); ``on_speaking`` runs under ``_speaking_lock``; ``on_done`` runs with no lock.
+
+Every wait is bounded: idle threads poll their queue every :data:`IDLE_POLL_S`; pacing
+waits end at a chunk's release time or at a cancel. If an internal thread dies of an
+unexpected exception, every utterance held or waiting is aborted with the failure,
+:attr:`SpeechScheduler.failure` names it and :meth:`~SpeechScheduler.submit` raises
+:class:`SchedulerFailedError`.
 """
 
 from __future__ import annotations
 
 import collections
 import dataclasses
-import enum
 import itertools
 import logging
 import queue
@@ -31,185 +55,38 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ..engines.base import Engine, NothingToSpeakError, VoiceParams
-from .audio import (Chunker, apply_gain_and_limit, to_int16, trailing_silence_s,
-                    trim_for_break)
-from .pacing import Pacer
+from ..engines.base import CancelToken, Engine, VoiceParams
+from .audio import Chunker
+from .pacing import Pacer, Waiter, event_wait
+from .synthesis import EndOfUtterance, SegmentPCM, synthesize_utterance
 from .pipeline import prepare
-from .text import Boundary, InputError, Segment
+from .text import InputError
+from .utterance import (AudioChunk, CancelReason, Outcome, QueueFullError, QueuePolicy,
+                        SchedulerClosedError, SchedulerConfig, SchedulerFailedError,
+                        Utterance)
+
+__all__ = ['AudioChunk', 'CancelReason', 'Outcome', 'QueueFullError', 'QueuePolicy',
+           'SchedulerClosedError', 'SchedulerConfig', 'SchedulerFailedError',
+           'SpeechScheduler', 'Utterance']
 
 _LOG = logging.getLogger(__name__)
 
-#: Shortest pause at a sentence boundary (s): hayakoe's ``_MIN_PAUSE_SEC``.
-SENTENCE_PAUSE_FLOOR_S = 0.08
-
-
-class QueuePolicy(str, enum.Enum):
-    """What a new utterance does when another is speaking."""
-
-    ENQUEUE = 'enqueue'
-    INTERRUPT = 'interrupt'
-
-
-class CancelReason(str, enum.Enum):
-    """Why an utterance was canceled (the value is the human text)."""
-
-    CLIENT = 'canceled by the client'
-    STOP = 'stopped: the queue was flushed by a stop request'
-    INTERRUPTED = 'interrupted by a new utterance (queue_policy=interrupt)'
-    DEACTIVATED = 'the node was deactivated (lifecycle transition)'
-    SHUTDOWN = 'the node is shutting down'
-
-
-QUEUE_POLICIES = tuple(p.value for p in QueuePolicy)
-
-
-class QueueFullError(RuntimeError):
-    """The queue already holds ``max_queue`` waiting utterances; nothing was dropped."""
-
-
-class SchedulerClosedError(RuntimeError):
-    """The scheduler has been shut down."""
-
-
-class Outcome(str, enum.Enum):
-    """How an utterance ended."""
-
-    SUCCEEDED = 'succeeded'
-    CANCELED = 'canceled'
-    ABORTED = 'aborted'
-
-
-@dataclasses.dataclass(frozen=True)
-class SchedulerConfig:
-    """Live-tunable settings; replaced atomically by :meth:`SpeechScheduler.configure`.
-
-    Attributes:
-        chunk_frames: Frames (samples, mono) per published chunk.
-        max_lead_s: How far ahead of playback a chunk may be published (s).
-        pacing: False publishes as fast as synthesis allows (benchmarks).
-        max_queue: Waiting utterances (not counting the one speaking) before rejecting.
-        queue_policy: ``enqueue`` (FIFO) or ``interrupt`` (a new utterance cancels the one
-            speaking and is spoken next; waiting ones stay queued).
-        max_segment_chars: Longest synthesis segment in characters.
-        max_chars: Longest accepted utterance in characters.
-        volume: Linear gain of the voice (1.0 = the model's own level).
-    """
-
-    chunk_frames: int = 2048
-    max_lead_s: float = 0.3
-    pacing: bool = True
-    max_queue: int = 16
-    queue_policy: str = 'enqueue'
-    max_segment_chars: int = 60
-    max_chars: int = 2000
-    volume: float = 1.0
-
-
-@dataclasses.dataclass(frozen=True)
-class AudioChunk:
-    """One published chunk.
-
-    Attributes:
-        samples: int16 ``(frames,)`` mono PCM, always ``chunk_frames`` long.
-        valid_frames: Frames of real audio; the rest is zero padding (last chunk only).
-        sample_rate: Hz.
-        play_time: Monotonic time (s) at which the first sample is meant to play.
-        index: Chunk number within the utterance, from 0.
-        first_sample: Index of the chunk's first sample within the utterance.
-    """
-
-    samples: np.ndarray
-    valid_frames: int
-    sample_rate: int
-    play_time: float
-    index: int
-    first_sample: int = 0
-
-
-class Utterance:
-    """One request to speak, from submission to its outcome.
-
-    Attributes:
-        id: Sequence number within the scheduler.
-        text: The cleaned text (control characters removed).
-        segments: The :class:`Segment` list it was cut into.
-        voice: Voice settings; ``volume``: per-utterance gain.
-        outcome: :class:`Outcome` once done, else None; ``error``: reason text.
-        pauses: Pause targets (s) used at each boundary (len = segments - 1 when done).
-        submitted_at / first_audio_at / finished_at: monotonic seconds (or None).
-        audio_samples: Samples of real audio published (padding excluded).
-        synth_seconds: Compute time spent on synthesis and pause prediction.
-    """
-
-    def __init__(self, uid: int, text: str, segments: list, voice: VoiceParams,
-                 volume: float, on_done: Optional[Callable]) -> None:
-        self.id = uid
-        self.text = text
-        self.segments = segments
-        self.voice = voice
-        self.volume = volume
-        self.cancel_reason: Optional[CancelReason] = None
-        self.outcome: Optional[Outcome] = None
-        self.error = ''
-        self.pauses: list = []
-        self.submitted_at = time.monotonic()
-        self.first_audio_at: Optional[float] = None
-        self.finished_at: Optional[float] = None
-        self.audio_samples = 0
-        self.sample_rate = 0
-        self.synth_seconds = 0.0
-        self._on_done = on_done
-        self._on_chunk: Optional[Callable] = None
-        self._cancel = threading.Event()
-        self._done = threading.Event()
-        self._attempt = 0
-
-    @property
-    def done(self) -> bool:
-        """True once the utterance has an outcome."""
-        return self._done.is_set()
-
-    @property
-    def canceled(self) -> bool:
-        """True once a cancel was requested."""
-        return self._cancel.is_set()
-
-    def wait(self, timeout: Optional[float] = None) -> bool:
-        """Block until done; return False on timeout."""
-        return self._done.wait(timeout)
-
-    @property
-    def ttfa_s(self) -> Optional[float]:
-        """Time to first audio: submission to first chunk published (s)."""
-        if self.first_audio_at is None:
-            return None
-        return self.first_audio_at - self.submitted_at
-
-    @property
-    def audio_s(self) -> float:
-        """Seconds of audio published."""
-        return self.audio_samples / self.sample_rate if self.sample_rate else 0.0
-
-    @property
-    def rtf(self) -> Optional[float]:
-        """Real-time factor: synthesis compute seconds / audio seconds (< 1 is faster)."""
-        return self.synth_seconds / self.audio_s if self.audio_s else None
+#: How often an idle internal thread looks at its queue again (s, real time).
+IDLE_POLL_S = 0.2
+#: Poll period of a hand-over to a full playback queue (s, real time).
+_PUT_POLL_S = 0.05
 
 
 @dataclasses.dataclass
-class _SegmentPCM:
+class _Track:
+    """Publishing state of one attempt at one utterance."""
+
     utt: Utterance
     attempt: int
-    pcm: np.ndarray
-    last: bool
-
-
-@dataclasses.dataclass
-class _End:
-    utt: Utterance
-    attempt: int
-    error: str = ''
+    chunker: Chunker
+    pacer: Pacer
+    position: int = 0
+    index: int = 0
 
 
 _CLOSE = object()
@@ -220,63 +97,57 @@ class SpeechScheduler:
 
     Args:
         engine: A loaded :class:`~hayakoe_ros.engines.base.Engine`.
-        sink: ``sink(utterance, chunk)``, called from the publisher thread for every
-            chunk, in order. It must not block for long.
-        config: Initial :class:`SchedulerConfig`.
-        on_speaking: ``on_speaking(bool)``: True when an utterance's first chunk is
-            published, False when its last chunk has played (or it was canceled).
-        clock: Monotonic clock (s), injectable for tests.
+        sink: ``sink(utterance, chunk)``: every chunk, in order (publisher thread). It
+            must not block for long.
+        config: Initial :class:`SchedulerConfig` (validated; default settings if None).
+        on_speaking: ``on_speaking(bool)``; see the module docstring.
+        clock: Monotonic clock (s) for pacing, stamps and timings (injectable for tests).
+        waiter: Bounded event wait used for pacing (see :mod:`.pacing`; injectable).
+
+    Raises:
+        ValueError: invalid ``config``.
     """
 
     def __init__(self, engine: Engine, sink: Callable[[Utterance, AudioChunk], None],
-                 config: SchedulerConfig = SchedulerConfig(),
+                 config: Optional[SchedulerConfig] = None,
                  on_speaking: Optional[Callable[[bool], None]] = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 waiter: Optional[Waiter] = None) -> None:
         self._engine = engine
         self._sink = sink
         self._on_speaking = on_speaking or (lambda speaking: None)
         self._clock = clock
-        self.config = self._validated(config)
+        self._waiter = waiter or event_wait
+        self.config = (config or SchedulerConfig()).validated()
         self._ids = itertools.count(1)
         self._cv = threading.Condition()
         self._waiting: collections.deque = collections.deque()
         self._in_flight: list = []  # synthesised or synthesising, not yet finished
         self._pub_lock = threading.RLock()
         self._finish_lock = threading.Lock()
+        self._speaking_lock = threading.Lock()
+        self._speaking = False
         self._play_q: queue.Queue = queue.Queue(maxsize=3)
         self._closing = False
-        self.spoken = 0
-        self.failed = 0
-        self.last: Optional[Utterance] = None
+        #: Why the scheduler stopped working (an internal thread died); None while healthy.
         self.failure: Optional[str] = None
-        self._synth_thread = threading.Thread(target=self._synth_loop, daemon=True,
-                                              name='tts-synthesis')
-        self._pub_thread = threading.Thread(target=self._publish_loop, daemon=True,
-                                            name='tts-publisher')
-        self._synth_thread.start()
-        self._pub_thread.start()
+        self._threads = [
+            threading.Thread(target=self._guarded, args=(self._synth_loop, 'synthesis'),
+                             daemon=True, name='tts-synthesis'),
+            threading.Thread(target=self._guarded, args=(self._publish_loop, 'publisher'),
+                             daemon=True, name='tts-publisher')]
+        for thread in self._threads:
+            thread.start()
 
     # ------------------------------------------------------------------ public API
-    @staticmethod
-    def _validated(config: SchedulerConfig) -> SchedulerConfig:
-        if config.queue_policy not in QUEUE_POLICIES:
-            raise ValueError(f"queue_policy must be one of {QUEUE_POLICIES}, "
-                             f"got '{config.queue_policy}'")
-        if config.chunk_frames < 1 or config.max_segment_chars < 1 or config.max_chars < 1:
-            raise ValueError('chunk_frames, max_segment_chars and max_chars must be >= 1')
-        if config.max_queue < 0 or config.max_lead_s < 0 or config.volume < 0:
-            raise ValueError('max_queue, max_lead_s and volume must be >= 0')
-        return config
-
     def configure(self, **changes) -> SchedulerConfig:
-        """Replace settings (validated); they apply from the next utterance or segment."""
-        self.config = self._validated(dataclasses.replace(self.config, **changes))
-        return self.config
+        """Replace settings (validated); they apply from the next utterance or segment.
 
-    @property
-    def engine(self) -> Engine:
-        """The engine in use."""
-        return self._engine
+        Raises:
+            ValueError: an invalid value (nothing is changed).
+        """
+        self.config = dataclasses.replace(self.config, **changes).validated()
+        return self.config
 
     @property
     def queue_depth(self) -> int:
@@ -284,22 +155,16 @@ class SpeechScheduler:
         with self._cv:
             return len(self._waiting)
 
-    @property
-    def busy(self) -> bool:
-        """True while anything is waiting, being synthesised or being spoken."""
-        with self._cv:
-            return bool(self._waiting or self._in_flight)
-
     def submit(self, text: str, voice: VoiceParams, *, volume: float = 1.0,
                on_done: Optional[Callable[[Utterance], None]] = None,
-               on_chunk: Optional[Callable] = None) -> Utterance:
+               on_chunk: Optional[Callable[[Utterance, AudioChunk], None]] = None
+               ) -> Utterance:
         """Check and queue one utterance.
 
         Args:
             text: Raw text (control characters are stripped).
             voice: Voice settings; the style must exist in the engine.
             volume: Per-utterance linear gain, multiplied with the configured volume.
-            tag: Opaque caller data, kept on the utterance.
             on_done: Called once with the utterance when it has an outcome.
             on_chunk: Called as ``on_chunk(utterance, chunk)`` after the sink, per chunk.
 
@@ -310,6 +175,7 @@ class SpeechScheduler:
             InputError: empty, too long, or nothing speakable.
             UnknownStyleError: style or speaker id not in the voice.
             QueueFullError: ``max_queue`` utterances already wait.
+            SchedulerFailedError: an internal thread died (the message names why).
             SchedulerClosedError: after :meth:`shutdown`.
         """
         cfg = self.config
@@ -318,16 +184,17 @@ class SpeechScheduler:
         if not segments:
             raise InputError('nothing_speakable', f'nothing speakable in {cleaned!r}')
         self._engine.check_voice(voice)
-        utt = Utterance(next(self._ids), cleaned, segments, voice, float(volume), on_done)
-        utt._on_chunk = on_chunk
-        utt.submitted_at = self._clock()
+        utt = Utterance(next(self._ids), cleaned, segments, voice, float(volume),
+                        self._clock(), on_done, on_chunk)
         victim = None
         with self._cv:
+            if self.failure is not None:
+                raise SchedulerFailedError(f'the speech scheduler failed: {self.failure}')
             if self._closing:
                 raise SchedulerClosedError('the speech scheduler is shut down')
+            interrupt = cfg.queue_policy is QueuePolicy.INTERRUPT
             busy = bool(self._waiting) or any(not u.done for u in self._in_flight)
-            if cfg.queue_policy == 'interrupt':
-                # The new utterance takes the place of the one it cancels.
+            if interrupt:  # the new utterance takes the place of the one it cancels
                 full = len(self._waiting) > cfg.max_queue
             else:
                 full = busy and len(self._waiting) >= cfg.max_queue
@@ -335,7 +202,7 @@ class SpeechScheduler:
                 raise QueueFullError(
                     f'queue full: {len(self._waiting)} utterances waiting '
                     f'(max_queue={cfg.max_queue}); nothing was dropped, try again later')
-            if cfg.queue_policy == 'interrupt':
+            if interrupt:
                 victim = self._interrupt_locked()
                 self._waiting.appendleft(utt)
             else:
@@ -345,28 +212,35 @@ class SpeechScheduler:
             self.cancel(victim, CancelReason.INTERRUPTED)
         return utt
 
-    def cancel(self, utt: Utterance, reason: CancelReason = CancelReason.CLIENT) -> bool:
+    def cancel(self, utt: Utterance, reason: CancelReason) -> bool:
         """Cancel one utterance. When this returns, none of its chunks reach the sink.
 
+        Args:
+            utt: An utterance of this scheduler.
+            reason: Why; becomes ``utt.cancel_reason`` and its value ``utt.error``.
+
         Returns:
-            False if it had already finished.
+            False if it had already finished (its outcome is unchanged).
+
+        Raises:
+            ValueError: ``reason`` is not a :class:`CancelReason` (or one's value).
         """
+        reason = CancelReason(reason)
         with self._pub_lock:
             if utt.done:
                 return False
-            utt.cancel_reason = reason
-            utt._cancel.set()
+            utt._halt.set()
+        utt._token.cancel()  # aborts its engine call in flight, if any
         with self._cv:
             if utt in self._waiting:
                 self._waiting.remove(utt)
-        self._finish(utt, Outcome.CANCELED, reason.value)
-        return True
+        return self._finish(utt, Outcome.CANCELED, reason.value, reason)
 
     def stop(self, reason: CancelReason = CancelReason.STOP) -> int:
         """Silence the node: cancel what is speaking and flush the whole queue.
 
         Args:
-            reason: Error text given to every canceled utterance.
+            reason: Given to every canceled utterance.
 
         Returns:
             Number of utterances canceled.
@@ -374,26 +248,26 @@ class SpeechScheduler:
         with self._cv:
             victims = list(self._waiting) + list(self._in_flight)
             self._waiting.clear()
-        count = 0
-        for utt in victims:
-            count += self.cancel(utt, reason)
-        return count
+        return sum(self.cancel(utt, reason) for utt in victims)
 
     def shutdown(self, timeout: float = 5.0) -> None:
-        """Cancel everything, stop both threads and wait for them (up to ``timeout`` s)."""
+        """Refuse new utterances, cancel every one, stop both threads (up to ``timeout`` s).
+
+        Every utterance submitted before this call gets an outcome (CANCELED with
+        :attr:`CancelReason.SHUTDOWN`, unless it had already finished). Idempotent.
+        """
         with self._cv:
-            if self._closing:
-                return
-        self.stop(CancelReason.SHUTDOWN)
-        with self._cv:
-            self._closing = True
+            self._closing = True  # first: nothing submitted from here on can be missed
             self._cv.notify_all()
+        self.stop(CancelReason.SHUTDOWN)
         try:
-            self._play_q.put(_CLOSE, timeout=timeout)
+            self._play_q.put_nowait(_CLOSE)
         except queue.Full:
-            pass
-        self._synth_thread.join(timeout)
-        self._pub_thread.join(timeout)
+            pass  # the publisher also sees _closing at its next poll
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join(max(0.0, deadline - time.monotonic()))
 
     # ------------------------------------------------------------------ internals
     def _interrupt_locked(self) -> Optional[Utterance]:
@@ -406,177 +280,167 @@ class SpeechScheduler:
         if not active:
             return None
         current, later = active[0], active[1:]
-        current._cancel.set()  # the synthesis thread drops it at the next boundary
+        current._halt.set()  # the synthesis thread drops it at once
         for utt in reversed(later):
             utt._attempt += 1  # drop what was synthesised for it; synthesise it again
+            utt._token.cancel()
+            utt._token = CancelToken()
             utt.pauses = []
             utt.synth_seconds = 0.0
             self._in_flight.remove(utt)
             self._waiting.appendleft(utt)
         return current
 
-    def _finish(self, utt: Utterance, outcome: Outcome, error: str = '') -> None:
+    def _finish(self, utt: Utterance, outcome: Outcome, error: str = '',
+                reason: Optional[CancelReason] = None) -> bool:
+        """Give ``utt`` its outcome (once); False if it already had one."""
         with self._finish_lock:
             if utt.done:
-                return
+                return False
+            if outcome is not Outcome.SUCCEEDED:
+                utt._halt.set()
+                utt._token.cancel()
             utt.outcome = outcome
             utt.error = error
+            utt.cancel_reason = reason
             utt.finished_at = self._clock()
             with self._cv:
                 if utt in self._in_flight:
                     self._in_flight.remove(utt)
-            if outcome is Outcome.SUCCEEDED:
-                self.spoken += 1
-            elif outcome is Outcome.ABORTED:
-                self.failed += 1
-            self.last = utt
             utt._done.set()
-        if utt.first_audio_at is not None:
-            try:
-                self._on_speaking(False)
-            except Exception:  # e.g. the ROS context is gone: still finish the utterance
-                _LOG.exception('on_speaking callback failed')
+        self._set_speaking(False)
         if utt._on_done is not None:
             try:
                 utt._on_done(utt)
             except Exception:  # a caller's callback must not kill the scheduler
-                _LOG.exception('on_done callback failed')
+                _LOG.exception('on_done callback failed for utterance %d', utt.id)
+        return True
+
+    def _set_speaking(self, speaking: bool) -> None:
+        """Report a change of ``speaking``; False only when nothing waits or is in flight."""
+        with self._speaking_lock:
+            if speaking == self._speaking:
+                return
+            if not speaking:
+                with self._cv:
+                    if self._waiting or any(not u.done for u in self._in_flight):
+                        return
+            self._speaking = speaking
+            try:
+                self._on_speaking(speaking)
+            except Exception:  # e.g. the ROS context is gone: keep serving
+                _LOG.exception('on_speaking callback failed')
+
+    def _guarded(self, loop: Callable[[], None], name: str) -> None:
+        """Run an internal thread's loop; if it dies, fail the scheduler loudly."""
+        try:
+            loop()
+        except BaseException as exc:  # noqa: B036 - anything that ends the thread
+            _LOG.critical('speech scheduler %s thread died', name, exc_info=True)
+            self._fail(f'the {name} thread died: {type(exc).__name__}: {exc}')
+
+    def _fail(self, reason: str) -> None:
+        """Stop serving: abort every utterance held or waiting; refuse new ones."""
+        with self._cv:
+            if self.failure is None:
+                self.failure = reason
+            self._closing = True
+            victims = list(self._waiting) + list(self._in_flight)
+            self._waiting.clear()
+            self._cv.notify_all()
+        for utt in victims:
+            self._finish(utt, Outcome.ABORTED, f'speech pipeline failed: {reason}')
 
     def _put(self, item, utt: Utterance, attempt: int) -> bool:
+        """Hand ``item`` to the publisher; False if the utterance was dropped meanwhile."""
         while True:
             if utt.canceled or utt._attempt != attempt or self._closing:
                 return False
             try:
-                self._play_q.put(item, timeout=0.05)
+                self._play_q.put(item, timeout=_PUT_POLL_S)
                 return True
             except queue.Full:
                 continue
 
+    # ------------------------------------------------------------------ synthesis thread
     def _synth_loop(self) -> None:
         while True:
             with self._cv:
                 while not self._waiting and not self._closing:
-                    self._cv.wait()
+                    self._cv.wait(IDLE_POLL_S)
                 if self._closing:
                     return
                 utt = self._waiting.popleft()
-                attempt = utt._attempt
+                attempt, token = utt._attempt, utt._token
                 self._in_flight.append(utt)
-            try:
-                self._synthesize(utt, attempt)
-            except Exception as exc:  # engine failure: abort this utterance, keep serving
-                _LOG.exception('synthesis failed')
-                self._put(_End(utt, attempt, f'synthesis failed: {type(exc).__name__}: '
-                                             f'{exc}'), utt, attempt)
+            synthesize_utterance(self._engine, utt, attempt, token,
+                                 self.config.volume * utt.volume, self._put, self._clock)
 
-    def _synthesize(self, utt: Utterance, attempt: int) -> None:
-        engine = self._engine
-        sr = engine.sample_rate
-        utt.sample_rate = sr
-        segments: list = utt.segments
-        gain = self.config.volume * utt.volume  # one gain for the whole utterance
-        produced = 0
-        for k, seg in enumerate(segments):
-            if utt.canceled or utt._attempt != attempt:
-                return
-            last = k + 1 == len(segments)
-            t0 = time.perf_counter()
-            # SSML <prosody rate>: the segment's rate divides the voice's length_scale.
-            voice = utt.voice if seg.rate == 1.0 else dataclasses.replace(
-                utt.voice, length_scale=utt.voice.length_scale / seg.rate)
-            try:
-                audio = engine.synthesize(seg.text, voice)
-            except NothingToSpeakError as exc:
-                _LOG.warning('skipping segment %r: %s', seg.text, exc)
-                audio = np.zeros(0, dtype=np.float32)
-            if audio.size:  # SSML <break>: the silence at the break is exactly pause_s
-                audio = trim_for_break(audio, sr, k > 0 and segments[k - 1].pause_s is not None,
-                                       None if last else seg.pause_s)
-            pcm = to_int16(apply_gain_and_limit(audio, gain, sr))
-            utt.synth_seconds += time.perf_counter() - t0
-            if audio.size:
-                produced += 1
-            if last and not produced:
-                self._put(_End(utt, attempt, 'nothing_speakable: no segment of the text '
-                                             'produced any phoneme'), utt, attempt)
-                return
-            # Hand the segment over first: it plays while the pause is being predicted.
-            if not self._put(_SegmentPCM(utt, attempt, pcm, last), utt, attempt):
-                return
-            if not last and audio.size:
-                t1 = time.perf_counter()
-                target = self._pause_target(seg, segments[k + 1], voice)
-                utt.pauses.append(target)
-                gap = max(0.0, target - trailing_silence_s(audio, sr))
-                silence = np.zeros(int(round(gap * sr)), np.int16)
-                utt.synth_seconds += time.perf_counter() - t1
-                if not self._put(_SegmentPCM(utt, attempt, silence, False), utt, attempt):
-                    return
-
-    def _pause_target(self, seg: Segment, following: Segment, voice: VoiceParams) -> float:
-        if seg.pause_s is not None:  # SSML <break>: exactly this long, nothing predicted
-            return seg.pause_s
-        pause = self._engine.predict_pause(seg.text, following.text, voice)
-        if seg.boundary == Boundary.SENTENCE:
-            pause = max(pause, SENTENCE_PAUSE_FLOOR_S)
-        return pause
-
+    # ------------------------------------------------------------------ publisher thread
     def _publish_loop(self) -> None:
-        current = None
-        chunker = pacer = None
-        position = index = 0
+        track: Optional[_Track] = None
         while True:
-            item = self._play_q.get()
-            if item is _CLOSE:
+            try:
+                item = self._play_q.get(timeout=IDLE_POLL_S)
+            except queue.Empty:
+                item = None
+            if item is _CLOSE or self._closing:
                 return
+            if item is None:
+                continue
             utt = item.utt
             if utt.done or item.attempt != utt._attempt:
                 continue
-            if (utt, item.attempt) != current:
-                current = (utt, item.attempt)
+            if track is None or track.utt is not utt or track.attempt != item.attempt:
                 cfg = self.config
-                chunker = Chunker(cfg.chunk_frames)
-                pacer = Pacer(utt.sample_rate, cfg.max_lead_s, cfg.pacing, self._clock)
-                position = index = 0
-            if isinstance(item, _End):
+                track = _Track(utt, item.attempt, Chunker(cfg.chunk_frames),
+                               Pacer(utt.sample_rate, cfg.max_lead_s, cfg.pacing,
+                                     self._clock, self._waiter))
+            if isinstance(item, EndOfUtterance):
                 self._finish(utt, Outcome.ABORTED, item.error)
-                continue
-            ok = True
-            for samples in chunker.add(item.pcm):
-                ok = self._emit(utt, pacer, samples, len(samples), position, index)
-                if not ok:
-                    break
-                position += len(samples)
-                index += 1
-            if ok and item.last:
-                tail = chunker.flush()
-                if tail is not None:
-                    ok = self._emit(utt, pacer, tail[0], tail[1], position, index)
-                    position += tail[1]
-                if ok and pacer.wait_until(position, utt._cancel):
-                    self._finish(utt, Outcome.SUCCEEDED)
+            else:
+                self._play(track, item)
 
-    def _emit(self, utt: Utterance, pacer: Pacer, samples: np.ndarray, valid: int,
-              position: int, index: int) -> bool:
-        play = pacer.release(position, utt._cancel)
+    def _play(self, track: _Track, item: SegmentPCM) -> None:
+        for samples in track.chunker.add(item.pcm):
+            if not self._emit(track, samples, len(samples)):
+                return
+        if item.last:
+            tail = track.chunker.flush()
+            if tail is not None and not self._emit(track, tail[0], tail[1]):
+                return
+            if track.pacer.wait_until(track.position, track.utt._halt):
+                self._finish(track.utt, Outcome.SUCCEEDED)
+
+    def _emit(self, track: _Track, samples: np.ndarray, valid: int) -> bool:
+        """Release one chunk at its time and hand it to the sink; False if dropped."""
+        utt = track.utt
+        play = track.pacer.release(track.position, utt._halt)
         if play is None:
             return False
+        error = ''
         with self._pub_lock:
             if utt.canceled or utt.done:
                 return False
-            first = utt.first_audio_at is None
-            if first:
+            if utt.first_audio_at is None:
                 utt.first_audio_at = self._clock()
+                self._set_speaking(True)
             chunk = AudioChunk(samples=samples, valid_frames=valid,
-                               sample_rate=utt.sample_rate, play_time=play, index=index,
-                               first_sample=position)
-            utt.audio_samples += valid
+                               sample_rate=utt.sample_rate, play_time=play,
+                               index=track.index)
             try:
-                if first:
-                    self._on_speaking(True)
                 self._sink(utt, chunk)
                 if utt._on_chunk is not None:
                     utt._on_chunk(utt, chunk)
-            except Exception:
-                _LOG.exception('audio sink failed')
+            except Exception as exc:
+                utt._halt.set()  # nothing more of it goes out
+                error = f'audio sink failed: {type(exc).__name__}: {exc}'
+                _LOG.error('utterance %d aborted: %s', utt.id, error, exc_info=True)
+            else:
+                utt.audio_samples += valid
+                track.position += valid
+                track.index += 1
+        if error:
+            self._finish(utt, Outcome.ABORTED, error)
+            return False
         return True

@@ -1,0 +1,153 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""Synthesis of one utterance into PCM hand-overs (the scheduler's synthesis thread; no ROS).
+
+:func:`synthesize_utterance` synthesises an utterance segment by segment, predicts each
+boundary's pause from the pair of adjacent segments and hands the PCM on, segment by
+segment, through a ``put`` callable, so that playback starts after the first segment.
+An engine error aborts the utterance (an :class:`EndOfUtterance` with the reason); any
+other exception propagates (a bug: the scheduler's thread guard handles it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Callable
+
+import numpy as np
+
+from ..engines.base import (CancelToken, Engine, NothingToSpeakError, SynthesisCanceledError,
+                            VoiceParams)
+from .audio import apply_gain_and_limit, to_int16, trailing_silence_s, trim_for_break
+from .text import Boundary, Segment
+from .utterance import Utterance
+
+_LOG = logging.getLogger(__name__)
+
+#: Shortest pause at a sentence boundary (s): hayakoe's ``_MIN_PAUSE_SEC``.
+SENTENCE_PAUSE_FLOOR_S = 0.08
+
+
+@dataclasses.dataclass
+class SegmentPCM:
+    """PCM for the publisher: int16 ``(samples,)`` mono; ``last`` ends the utterance."""
+
+    utt: Utterance
+    attempt: int
+    pcm: np.ndarray
+    last: bool
+
+
+@dataclasses.dataclass
+class EndOfUtterance:
+    """The utterance ends without success; ``error`` says why."""
+
+    utt: Utterance
+    attempt: int
+    error: str = ''
+
+
+#: ``put(item, utt, attempt) -> bool``: hand an item on; False if the utterance was dropped.
+Put = Callable[[object, Utterance, int], bool]
+
+
+def pause_target(engine: Engine, seg: Segment, following: Segment,
+                 voice: VoiceParams) -> float:
+    """Pause (s) after ``seg``: the engine's prediction, at least 80 ms after a sentence.
+
+    An SSML ``<break>`` (``seg.pause_s``) is exactly its own length, nothing predicted.
+    """
+    if seg.pause_s is not None:
+        return seg.pause_s
+    pause = engine.predict_pause(seg.text, following.text, voice)
+    if seg.boundary == Boundary.SENTENCE:
+        pause = max(pause, SENTENCE_PAUSE_FLOOR_S)
+    return pause
+
+
+def _engine_failed(put: Put, utt: Utterance, attempt: int, what: str,
+                   exc: Exception) -> None:
+    _LOG.error('utterance %d: %s failed', utt.id, what, exc_info=True)
+    put(EndOfUtterance(utt, attempt, f'synthesis failed: {type(exc).__name__}: {exc}'),
+        utt, attempt)
+
+
+def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, token: CancelToken,
+                         gain: float, put: Put, clock: Callable[[], float]) -> None:
+    """Synthesise ``utt`` (attempt ``attempt``) and hand its PCM to ``put``.
+
+    Args:
+        engine: The engine (called from this thread only).
+        utt: The utterance; its ``sample_rate``, ``pauses`` and ``synth_seconds`` are
+            filled in.
+        attempt: Attempt number; a hand-over for an older attempt is refused by ``put``.
+        token: The attempt's cancel token: canceling it aborts the engine call in flight
+            (:meth:`Engine.cancellable`) and ends this function.
+        gain: Linear gain for the whole utterance (node volume x utterance volume).
+        put: Hands a :class:`SegmentPCM` or :class:`EndOfUtterance` to the publisher;
+            returns False when the utterance was canceled meanwhile (synthesis stops).
+        clock: Monotonic seconds, for ``synth_seconds`` and the DEBUG log.
+    """
+    sr = engine.sample_rate
+    utt.sample_rate = sr
+    segments: list = utt.segments
+    total = len(segments)
+    produced = 0
+    for k, seg in enumerate(segments):
+        if utt.canceled or utt._attempt != attempt:
+            return
+        last = k + 1 == total
+        t0 = clock()
+        # SSML <prosody rate>: the segment's rate divides the voice's length_scale.
+        voice = utt.voice if seg.rate == 1.0 else dataclasses.replace(
+            utt.voice, length_scale=utt.voice.length_scale / seg.rate)
+        try:
+            with engine.cancellable(token):
+                audio = engine.synthesize(seg.text, voice)
+        except SynthesisCanceledError:
+            _LOG.debug('utterance %d: segment %d/%d: synthesis aborted by a cancel',
+                       utt.id, k + 1, total)
+            return
+        except NothingToSpeakError as exc:
+            _LOG.warning('utterance %d: skipping segment %r: %s', utt.id, seg.text, exc)
+            audio = np.zeros(0, dtype=np.float32)
+        except Exception as exc:
+            _engine_failed(put, utt, attempt, 'synthesis', exc)
+            return
+        if audio.size:  # SSML <break>: the silence at the break is exactly pause_s
+            audio = trim_for_break(audio, sr, k > 0 and segments[k - 1].pause_s is not None,
+                                   None if last else seg.pause_s)
+        pcm = to_int16(apply_gain_and_limit(audio, gain, sr))
+        spent = clock() - t0
+        utt.synth_seconds += spent
+        _LOG.debug('utterance %d: segment %d/%d synthesised: %d chars, %.3f s audio, '
+                   '%.3f s synthesis', utt.id, k + 1, total, len(seg.text), audio.size / sr,
+                   spent)
+        if audio.size:
+            produced += 1
+        if last and not produced:
+            put(EndOfUtterance(utt, attempt, 'nothing_speakable: no segment of the text '
+                                             'produced any phoneme'), utt, attempt)
+            return
+        # Hand the segment over first: it plays while the pause is being predicted.
+        if not put(SegmentPCM(utt, attempt, pcm, last), utt, attempt):
+            return
+        if not last and audio.size:
+            t1 = clock()
+            try:
+                with engine.cancellable(token):
+                    target = pause_target(engine, seg, segments[k + 1], voice)
+            except SynthesisCanceledError:
+                return
+            except Exception as exc:
+                _engine_failed(put, utt, attempt, 'pause prediction', exc)
+                return
+            utt.pauses.append(target)
+            gap = max(0.0, target - trailing_silence_s(audio, sr))
+            utt.synth_seconds += clock() - t1
+            _LOG.debug('utterance %d: pause after segment %d/%d: %.3f s (%.3f s of silence '
+                       'added)', utt.id, k + 1, total, target, gap)
+            silence = np.zeros(int(round(gap * sr)), np.int16)
+            if not put(SegmentPCM(utt, attempt, silence, False), utt, attempt):
+                return

@@ -1,0 +1,201 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""The scheduler's vocabulary (no ROS imports).
+
+Policies, outcomes, cancel reasons, errors, settings, published chunks and the
+:class:`Utterance` record.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import threading
+from typing import Callable, Optional
+
+import numpy as np
+
+from ..engines.base import CancelToken, VoiceParams
+
+
+class QueuePolicy(str, enum.Enum):
+    """What a new utterance does when another is speaking."""
+
+    #: Wait in FIFO order behind what is queued.
+    ENQUEUE = 'enqueue'
+    #: Cancel the utterance speaking and be spoken next; waiting ones stay queued.
+    INTERRUPT = 'interrupt'
+
+
+class Outcome(str, enum.Enum):
+    """How an utterance ended."""
+
+    SUCCEEDED = 'succeeded'
+    CANCELED = 'canceled'
+    ABORTED = 'aborted'
+
+
+class CancelReason(str, enum.Enum):
+    """Why an utterance was canceled; the value is the human text (``Utterance.error``)."""
+
+    CLIENT = 'canceled by the client'
+    STOP = 'stopped: the queue was flushed by a stop request'
+    INTERRUPTED = 'interrupted by a new utterance (queue_policy=interrupt)'
+    DEACTIVATED = 'the node was deactivated (lifecycle transition)'
+    SHUTDOWN = 'the node is shutting down'
+
+
+class QueueFullError(RuntimeError):
+    """The queue already holds ``max_queue`` waiting utterances; nothing was dropped."""
+
+
+class SchedulerClosedError(RuntimeError):
+    """The scheduler has been shut down, or has failed (the message says which)."""
+
+
+class SchedulerFailedError(SchedulerClosedError):
+    """An internal thread of the scheduler died; the message names the failure."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SchedulerConfig:
+    """Live-tunable settings; replaced atomically by :meth:`SpeechScheduler.configure`.
+
+    Attributes:
+        chunk_frames: Frames (samples, mono) per published chunk.
+        max_lead_s: How far ahead of playback a chunk may be published (s).
+        pacing: False publishes as fast as synthesis allows (benchmarks).
+        max_queue: Waiting utterances (not counting the one speaking) before rejecting.
+        queue_policy: A :class:`QueuePolicy` (the plain strings ``'enqueue'`` and
+            ``'interrupt'`` are accepted and converted on validation).
+        max_segment_chars: Longest synthesis segment in characters.
+        max_chars: Longest accepted utterance in characters.
+        volume: Linear gain of the voice (1.0 = the model's own level).
+    """
+
+    chunk_frames: int = 2048
+    max_lead_s: float = 0.3
+    pacing: bool = True
+    max_queue: int = 16
+    queue_policy: QueuePolicy = QueuePolicy.ENQUEUE
+    max_segment_chars: int = 60
+    max_chars: int = 2000
+    volume: float = 1.0
+
+    def validated(self) -> 'SchedulerConfig':
+        """Return a checked copy with ``queue_policy`` as a :class:`QueuePolicy`.
+
+        Raises:
+            ValueError: naming the setting, its allowed values and the value given.
+        """
+        try:
+            policy = QueuePolicy(self.queue_policy)
+        except ValueError:
+            allowed = ', '.join(p.value for p in QueuePolicy)
+            raise ValueError(f'queue_policy must be one of: {allowed}; got '
+                             f'{self.queue_policy!r}') from None
+        if self.chunk_frames < 1 or self.max_segment_chars < 1 or self.max_chars < 1:
+            raise ValueError('chunk_frames, max_segment_chars and max_chars must be >= 1')
+        if self.max_queue < 0 or self.max_lead_s < 0 or self.volume < 0:
+            raise ValueError('max_queue, max_lead_s and volume must be >= 0')
+        return dataclasses.replace(self, queue_policy=policy)
+
+
+@dataclasses.dataclass(frozen=True)
+class AudioChunk:
+    """One published chunk.
+
+    Attributes:
+        samples: int16 ``(frames,)`` mono PCM, always ``chunk_frames`` long.
+        valid_frames: Frames of real audio; the rest is zero padding (last chunk only).
+        sample_rate: Hz.
+        play_time: Monotonic time (s, the scheduler's clock) at which the first sample is
+            meant to play.
+        index: Chunk number within the utterance, from 0.
+    """
+
+    samples: np.ndarray
+    valid_frames: int
+    sample_rate: int
+    play_time: float
+    index: int
+
+
+class Utterance:
+    """One request to speak, from submission to its outcome.
+
+    Created by :meth:`SpeechScheduler.submit`; read-only for callers.
+
+    Attributes:
+        id: Sequence number within the scheduler.
+        text: The cleaned text (control characters removed).
+        segments: The :class:`~.text.Segment` list it was cut into.
+        voice: Voice settings; ``volume``: per-utterance linear gain.
+        outcome: :class:`Outcome` once done, else None.
+        error: Human-readable reason when not SUCCEEDED ('' otherwise); for a cancel it
+            is ``cancel_reason.value``.
+        cancel_reason: The :class:`CancelReason` when canceled, else None.
+        pauses: Pause targets (s) used at each boundary (len = segments - 1 when done).
+        submitted_at / first_audio_at / finished_at: scheduler-clock seconds (or None).
+        audio_samples: Samples of real audio published (padding excluded).
+        sample_rate: Hz of the published audio (0 until synthesis starts).
+        synth_seconds: Scheduler-clock seconds spent in the engine (synthesis and pauses).
+    """
+
+    def __init__(self, uid: int, text: str, segments: list, voice: VoiceParams,
+                 volume: float, submitted_at: float,
+                 on_done: Optional[Callable[['Utterance'], None]] = None,
+                 on_chunk: Optional[Callable[['Utterance', AudioChunk], None]] = None
+                 ) -> None:
+        self.id = uid
+        self.text = text
+        self.segments = segments
+        self.voice = voice
+        self.volume = volume
+        self.outcome: Optional[Outcome] = None
+        self.error = ''
+        self.cancel_reason: Optional[CancelReason] = None
+        self.pauses: list = []
+        self.submitted_at = submitted_at
+        self.first_audio_at: Optional[float] = None
+        self.finished_at: Optional[float] = None
+        self.audio_samples = 0
+        self.sample_rate = 0
+        self.synth_seconds = 0.0
+        self._on_done = on_done
+        self._on_chunk = on_chunk
+        self._halt = threading.Event()  # set on cancel or abort: publish nothing more
+        self._done = threading.Event()
+        self._attempt = 0
+        self._token = CancelToken()  # aborts the engine call of the current attempt
+
+    @property
+    def done(self) -> bool:
+        """True once the utterance has an outcome."""
+        return self._done.is_set()
+
+    @property
+    def canceled(self) -> bool:
+        """True once it was canceled or aborted: nothing more of it is published."""
+        return self._halt.is_set()
+
+    def wait(self, timeout: float) -> bool:
+        """Block up to ``timeout`` seconds (real time) until done; False on timeout."""
+        return self._done.wait(timeout)
+
+    @property
+    def ttfa_s(self) -> Optional[float]:
+        """Time to first audio: submission to first chunk published (s)."""
+        if self.first_audio_at is None:
+            return None
+        return self.first_audio_at - self.submitted_at
+
+    @property
+    def audio_s(self) -> float:
+        """Seconds of audio published."""
+        return self.audio_samples / self.sample_rate if self.sample_rate else 0.0
+
+    @property
+    def rtf(self) -> Optional[float]:
+        """Real-time factor: synthesis compute seconds / audio seconds (< 1 is faster)."""
+        return self.synth_seconds / self.audio_s if self.audio_s else None

@@ -1,0 +1,149 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""Test doubles for the speech layer: a deterministic tone engine and a virtual clock.
+
+Not a test module: the scheduler tests import it. No ROS, no model, no wall-clock sleeps.
+"""
+
+import contextlib
+import threading
+from typing import Optional
+
+import numpy as np
+
+from hayakoe_ros.engines.base import Engine, NothingToSpeakError, SynthesisCanceledError
+from hayakoe_ros.speech.text import SPEAKABLE_RE
+
+#: Longest a test double blocks for in real time before giving up (s).
+REAL_TIMEOUT_S = 10.0
+
+
+class VirtualClock:
+    """Monotonic time that moves only when someone waits or sleeps on it.
+
+    ``clock()`` reads it; ``wait(event, timeout)`` returns at once, after moving time
+    forward by ``timeout`` unless ``event`` is already set (the scheduler's ``waiter``);
+    ``sleep(dt)`` moves it forward. ``fail_once(thread_name, exc)`` makes the next read
+    from that thread raise ``exc`` (fault injection into the scheduler's threads).
+    """
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self._t = start
+        self._lock = threading.Lock()
+        self._faults: dict = {}
+
+    def __call__(self) -> float:
+        name = threading.current_thread().name
+        with self._lock:
+            exc = self._faults.pop(name, None)
+            if exc is not None:
+                raise exc
+            return self._t
+
+    def sleep(self, dt: float) -> None:
+        with self._lock:
+            self._t += max(0.0, dt)
+
+    def wait(self, event: threading.Event, timeout: float) -> bool:
+        if event.is_set():
+            return True
+        self.sleep(timeout)
+        return event.is_set()
+
+    def fail_once(self, thread_name: str, exc: BaseException) -> None:
+        with self._lock:
+            self._faults[thread_name] = exc
+
+
+class ToneEngine(Engine):
+    """A sine tone per segment: 50 ms of a 440 Hz tone per speakable character, at 8 kHz.
+
+    Pauses are predictable: ``0.1 + 0.02 * (len(left) % 5)`` s. ``hold(text)`` makes the
+    synthesis of a segment containing ``text`` block until :meth:`release` (bounded);
+    ``fail(text)`` makes it raise. ``synth_delay_s`` moves ``clock`` forward per call.
+    A held call is interruptible: canceling its token (:meth:`cancellable`) ends it with
+    :class:`SynthesisCanceledError`; ``aborted`` lists the texts whose call was cut short.
+    """
+
+    name = 'tone'
+    RATE = 8000
+    SECONDS_PER_CHAR = 0.05
+    AMPLITUDE = 0.5
+
+    def __init__(self, clock: Optional[VirtualClock] = None, synth_delay_s: float = 0.0):
+        self._clock = clock
+        self.synth_delay_s = synth_delay_s
+        self.calls: list = []
+        self.pause_calls: list = []
+        self._hold: Optional[str] = None
+        self._fail: Optional[str] = None
+        self.entered = threading.Event()
+        self._gate = threading.Event()
+        self._token = None
+        self.aborted: list = []
+
+    @property
+    def sample_rate(self) -> int:
+        return self.RATE
+
+    @property
+    def styles(self):
+        return ['Neutral']
+
+    def hold(self, text: str) -> None:
+        self._hold = text
+        self.entered.clear()
+        self._gate.clear()
+
+    def release(self) -> None:
+        self._hold = None
+        self._gate.set()
+
+    def fail(self, text: Optional[str]) -> None:
+        self._fail = text
+
+    @classmethod
+    def samples_for(cls, text: str) -> int:
+        return int(round(len(SPEAKABLE_RE.findall(text)) * cls.SECONDS_PER_CHAR * cls.RATE))
+
+    @classmethod
+    def tone(cls, n: int) -> np.ndarray:
+        t = np.arange(n) / cls.RATE
+        return (cls.AMPLITUDE * np.sin(2 * np.pi * 440.0 * t)).astype(np.float32)
+
+    @contextlib.contextmanager
+    def cancellable(self, token):
+        token.check()
+        self._token = token
+        try:
+            with token.hook(self._gate.set):
+                yield
+        finally:
+            self._token = None
+        token.check()
+
+    def synthesize(self, text, voice):
+        self.calls.append(text)
+        if self._hold is not None and self._hold in text:
+            self.entered.set()
+            if not self._gate.wait(REAL_TIMEOUT_S):
+                raise TimeoutError('ToneEngine.hold was never released')
+            if self._token is not None and self._token.canceled:
+                self.aborted.append(text)
+                raise SynthesisCanceledError('tone synthesis canceled')
+        if self._fail is not None and self._fail in text:
+            raise RuntimeError(f'tone engine failure on {text!r}')
+        if self._clock is not None:
+            self._clock.sleep(self.synth_delay_s)
+        n = self.samples_for(text)
+        if n == 0:
+            raise NothingToSpeakError(f'no phonemes in {text!r}')
+        return self.tone(n)
+
+    @staticmethod
+    def pause_for(left: str) -> float:
+        return 0.1 + 0.02 * (len(left) % 5)
+
+    def predict_pause(self, left, right, voice):
+        self.pause_calls.append((left, right))
+        return self.pause_for(left)
