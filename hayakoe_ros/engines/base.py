@@ -142,6 +142,15 @@ class Engine(abc.ABC):
         return self.name
 
     @property
+    def model_id(self) -> str:
+        """Identity of the loaded model, for caches of its audio (e.g. the phrase cache).
+
+        Two engines with the same ``model_id`` (and name, voice and settings) produce the
+        same audio; a changed model file must change it. Defaults to ``name/voice``.
+        """
+        return f'{self.name}/{self.voice}'
+
+    @property
     def device(self) -> str:
         """Device the engine computes on (``"cpu"``, ``"cuda"``, ``"cuda:1"``...)."""
         return 'cpu'

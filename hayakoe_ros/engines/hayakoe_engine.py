@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import hashlib
+import importlib.metadata
 import logging
 import os
 import time
@@ -120,6 +122,7 @@ class HayakoeEngine(Engine):
         self._n_speakers = int(getattr(self._speaker._hps.data, 'n_speakers', 1))
         self._sample_rate = int(self._speaker.sampling_rate)
         self._styles = list(self._speaker._style2id.keys())
+        self._model_id = self._identity()
         self.load_seconds = time.perf_counter() - t0
 
     @property
@@ -141,6 +144,26 @@ class HayakoeEngine(Engine):
     def device(self) -> str:
         """Device string the engine was loaded on."""
         return self._device
+
+    @property
+    def model_id(self) -> str:
+        """Device and the model files (name, size, mtime), hashed; computed at load."""
+        return self._model_id
+
+    def _identity(self) -> str:
+        try:
+            version = importlib.metadata.version('hayakoe')
+        except importlib.metadata.PackageNotFoundError:
+            version = '?'
+        parts = [self._device, version]
+        for path in hk.model_files(self._tts, self._speaker):
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            parts.append(f'{path}:{st.st_size}:{st.st_mtime_ns}')
+        digest = hashlib.sha256('\n'.join(parts).encode('utf-8')).hexdigest()[:16]
+        return f'{self._speaker_name}@{self._device}:{digest}'
 
     @property
     def speaker(self):

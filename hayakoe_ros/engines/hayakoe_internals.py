@@ -14,6 +14,7 @@ fails loudly instead of misbehaving. Tested against hayakoe 1.3.1.
 from __future__ import annotations
 
 import contextlib
+import os
 import dataclasses
 import inspect
 import threading
@@ -60,6 +61,7 @@ def check_compatible() -> None:
     need(bert_models, 'unload_tokenizer', 'hayakoe.nlp.bert_models')
     need(bert_models, 'is_tokenizer_loaded', 'hayakoe.nlp.bert_models')
     need(tts_mod, '_TOKENIZER_PREFIX', 'hayakoe.api.tts')
+    need(tts_mod, '_BERT_PREFIX', 'hayakoe.api.tts')
     need(symbols, 'SYMBOLS', 'hayakoe.nlp.symbols')
     need(symbols, 'PUNCTUATIONS', 'hayakoe.nlp.symbols')
     from hayakoe.nlp.japanese import g2p as g2p_mod
@@ -78,7 +80,7 @@ def check_compatible() -> None:
             problems.append(f'Speaker._synthesize_one signature changed: {params}')
     src = inspect.getsource(speaker_mod.Speaker.__init__)
     for attr in ('_hps', '_gen_lock', '_synth_session', '_dp_session', '_bert_session',
-                 '_style2id', '_backend'):
+                 '_style2id', '_backend', '_model_dir'):
         if attr not in src:
             problems.append(f'Speaker.{attr} is no longer set in Speaker.__init__')
     if 'ort.SessionOptions()' not in inspect.getsource(speaker_mod.Speaker._init_onnx_synth):
@@ -183,6 +185,31 @@ def onnx_sessions(tts, speaker) -> dict:
              'synthesizer': getattr(speaker, '_synth_session', None),
              'duration_predictor': getattr(speaker, '_dp_session', None)}
     return {k: v for k, v in found.items() if v is not None}
+
+
+def model_files(tts, speaker) -> list:
+    """Return the paths of the files the loaded model was read from.
+
+    The speaker's directory (config, style vectors, synthesizer, duration predictor) and
+    the BERT directories (model and tokenizer) of its backend. Sorted, absolute; files
+    that cannot be listed are left out.
+    """
+    from hayakoe.api.tts import _BERT_PREFIX, _TOKENIZER_PREFIX
+
+    dirs = [speaker._model_dir]
+    for prefix in (_BERT_PREFIX.get(tts._backend or '', ''), _TOKENIZER_PREFIX):
+        try:
+            dirs.append(tts._bert_source.fetch(prefix))  # already local: fetched at load
+        except Exception:  # identity is best effort for remote sources
+            continue
+    found: set = set()
+    for d in dirs:
+        try:
+            found.update(os.path.abspath(os.path.join(root, f))
+                         for root, _, files in os.walk(os.fspath(d)) for f in files)
+        except OSError:
+            continue
+    return sorted(found)
 
 
 def _params(voice: VoiceParams):

@@ -61,6 +61,22 @@ class OpenJTalkEngine(Engine):
         path = os.fsdecode(pyopenjtalk.DEFAULT_HTS_VOICE)
         return os.path.splitext(os.path.basename(path))[0]
 
+    @property
+    def model_id(self) -> str:
+        """The HTS voice file (path, size, mtime), the dictionary and pyopenjtalk's version."""
+        import pyopenjtalk
+
+        parts = [f'pyopenjtalk {getattr(pyopenjtalk, "__version__", "?")}']
+        for path in (pyopenjtalk.DEFAULT_HTS_VOICE, getattr(pyopenjtalk, 'OPEN_JTALK_DICT_DIR',
+                                                             b'')):
+            path = os.fsdecode(path)
+            try:
+                st = os.stat(path)
+                parts.append(f'{path}:{st.st_size}:{st.st_mtime_ns}')
+            except OSError:
+                parts.append(path)
+        return ' '.join(parts)
+
     def check_voice(self, voice: VoiceParams) -> None:
         """Raise :class:`UnknownStyleError` unless style Neutral and speaker id 0."""
         super().check_voice(voice)

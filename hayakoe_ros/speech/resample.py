@@ -98,6 +98,11 @@ class ResampledEngine(Engine):
         """The wrapped engine's device."""
         return self._engine.device
 
+    @property
+    def model_id(self) -> str:
+        """The wrapped engine's model identity."""
+        return self._engine.model_id
+
     def check_voice(self, voice: VoiceParams) -> None:
         """Delegate to the wrapped engine (raises ``UnknownStyleError``)."""
         self._engine.check_voice(voice)

@@ -1,0 +1,340 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""A phrase cache: an engine wrapper that remembers the audio of segments (no ROS imports).
+
+Robots say the same phrases again and again. :class:`CachingEngine` memoises
+``synthesize(text, voice)`` in an LRU bounded in megabytes, optionally persisted as one
+``.npy`` file per entry, so that a repeated segment costs no synthesis. The key is a
+SHA-256 of everything that changes the audio: engine name, voice name, model identity
+(:attr:`~hayakoe_ros.engines.Engine.model_id`: the model files' names, sizes and mtimes
+for hayakoe; the HTS voice and pyopenjtalk version for Open JTalk), output sample rate,
+every :class:`~hayakoe_ros.engines.VoiceParams` field, the user dictionary in force
+(it changes Open JTalk's readings) and the segment text after the front end. A new model,
+new settings or a new dictionary therefore never meet an old entry: their keys differ.
+
+:mod:`.preload` fills it at configure with the node's ``preload_phrases``.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import threading
+from typing import Optional, Sequence
+
+import numpy as np
+
+from ..engines.base import Engine, VoiceParams
+from . import userdict
+
+_LOG = logging.getLogger(__name__)
+
+#: Bumped when the key or file format changes: older files are then never used.
+CACHE_FORMAT = 1
+
+#: Pause predictions remembered (a float each; far below any audio entry's size).
+MAX_PAUSES = 4096
+
+#: Largest phrase cache accepted (MiB), the node parameter's range.
+MAX_CACHE_MB = 4096.0
+
+_MIB = 1024 * 1024
+_SUFFIX = '.npy'
+
+
+def cache_key(engine: str, voice_name: str, model_id: str, sample_rate: int,
+              voice: VoiceParams, text: str, dictionary: str = '') -> str:
+    """The hex SHA-256 naming one cache entry.
+
+    Args:
+        engine: Engine name (``hayakoe``, ``openjtalk``).
+        voice_name: The engine's voice (a hayakoe speaker, an HTS voice).
+        model_id: Model identity (see :attr:`Engine.model_id`).
+        sample_rate: Output sample rate (Hz).
+        voice: Voice settings; every field is part of the key.
+        text: The segment text as given to ``synthesize`` (front-end output).
+        dictionary: Digest of the user dictionary in force ('' if none).
+
+    Returns:
+        64 lowercase hex digits.
+    """
+    record = {'format': CACHE_FORMAT, 'engine': engine, 'voice_name': voice_name,
+              'model': model_id, 'rate': int(sample_rate), 'voice': dataclasses.asdict(voice),
+              'dictionary': dictionary, 'text': text}
+    blob = json.dumps(record, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode('utf-8')).hexdigest()
+
+
+_DIGEST: list = [None, '']  # the active user dictionary and its digest
+
+
+def _dictionary_digest() -> str:
+    """Digest of the user dictionary in force ('' if none); computed once per dictionary."""
+    active = userdict.active()
+    if active is None:
+        return ''
+    if _DIGEST[0] is not active:
+        _DIGEST[:] = [active, hashlib.sha256(active.mecab_csv().encode('utf-8')).hexdigest()]
+    return _DIGEST[1]
+
+
+class CachingEngine(Engine):
+    """``engine`` with a phrase cache in front of :meth:`synthesize`.
+
+    Args:
+        engine: A loaded engine (possibly a :class:`~.resample.ResampledEngine`).
+        max_mb: Bound of the cached audio in MiB (float32 samples: 1 MiB is about 6 s at
+            44.1 kHz), in (0, :data:`MAX_CACHE_MB`]. The same bound applies to the files
+            under ``directory`` (oldest written or used first out).
+        directory: Where entries persist across restarts (created if missing); None =
+            memory only.
+        model_id: Model identity for the key; '' = ``engine.model_id``.
+
+    Attributes:
+        hits: Segments served from the cache (memory or disk).
+        misses: Segments synthesised by ``engine``.
+
+    Raises:
+        ValueError: ``max_mb`` is out of range. OSError: ``directory`` cannot be created.
+    """
+
+    def __init__(self, engine: Engine, max_mb: float, directory: Optional[str] = None,
+                 model_id: str = '') -> None:
+        if not 0 < float(max_mb) <= MAX_CACHE_MB:
+            raise ValueError(f'phrase cache size {max_mb} MiB is out of range: use 0 (off) '
+                             f'or up to {MAX_CACHE_MB:g} MiB')
+        self._engine = engine
+        self.name = engine.name
+        self._max_bytes = int(float(max_mb) * _MIB)
+        self._model_id = model_id or engine.model_id
+        self._entries: collections.OrderedDict = collections.OrderedDict()
+        self._bytes = 0
+        self._pauses: collections.OrderedDict = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+        self._dir = os.path.abspath(os.path.expanduser(directory)) if directory else None
+        self._files: collections.OrderedDict = collections.OrderedDict()  # name -> bytes
+        self._file_bytes = 0
+        if self._dir is not None:
+            os.makedirs(self._dir, exist_ok=True)
+            self._scan()
+
+    # ------------------------------------------------------------------ pass-through
+    @property
+    def inner(self) -> Engine:
+        """The wrapped engine."""
+        return self._engine
+
+    @property
+    def sample_rate(self) -> int:
+        """The wrapped engine's sample rate (Hz)."""
+        return self._engine.sample_rate
+
+    @property
+    def styles(self) -> Sequence[str]:
+        """The wrapped engine's styles."""
+        return self._engine.styles
+
+    @property
+    def voice(self) -> str:
+        """The wrapped engine's voice name."""
+        return self._engine.voice
+
+    @property
+    def device(self) -> str:
+        """The wrapped engine's device."""
+        return self._engine.device
+
+    @property
+    def model_id(self) -> str:
+        """The model identity used in keys."""
+        return self._model_id
+
+    def check_voice(self, voice: VoiceParams) -> None:
+        """Delegate to the wrapped engine (raises ``UnknownStyleError``)."""
+        self._engine.check_voice(voice)
+
+    def warmup(self) -> None:
+        """Warm up the wrapped engine (nothing is cached)."""
+        self._engine.warmup()
+
+    def close(self) -> None:
+        """Drop the memory entries and close the wrapped engine (files stay)."""
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+            self._pauses.clear()
+        self._engine.close()
+
+    def __getattr__(self, name: str):
+        """Any other engine API (e.g. an abort hook) is the wrapped engine's."""
+        if name.startswith('__') or name == '_engine':
+            raise AttributeError(name)
+        return getattr(self._engine, name)
+
+    # ------------------------------------------------------------------ the cache
+    @property
+    def max_mb(self) -> float:
+        """The size bound (MiB)."""
+        return self._max_bytes / _MIB
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes of audio held in memory."""
+        return self._bytes
+
+    @property
+    def entries(self) -> int:
+        """Entries held in memory."""
+        return len(self._entries)
+
+    @property
+    def directory(self) -> Optional[str]:
+        """The persistence directory (absolute), or None."""
+        return self._dir
+
+    def key(self, text: str, voice: VoiceParams) -> str:
+        """The entry name of ``text`` spoken with ``voice`` now (see :func:`cache_key`)."""
+        return cache_key(self.name, self.voice, self._model_id, self.sample_rate, voice,
+                         text, _dictionary_digest())
+
+    def synthesize(self, text: str, voice: VoiceParams) -> np.ndarray:
+        """Return the cached audio of ``text``, or synthesise and remember it.
+
+        Returns:
+            float32 ``(samples,)`` at :attr:`sample_rate`: a fresh copy, identical to the
+            wrapped engine's output for that key. Raises what the wrapped engine raises
+            (errors are not cached).
+        """
+        key = self.key(text, voice)
+        with self._lock:
+            audio = self._entries.get(key)
+            if audio is not None:
+                self._entries.move_to_end(key)
+                self.hits += 1
+                return audio.copy()
+        audio = self._load(key)
+        if audio is not None:
+            with self._lock:
+                self.hits += 1
+                self._remember(key, audio)
+            return audio.copy()
+        audio = np.ascontiguousarray(self._engine.synthesize(text, voice), dtype=np.float32)
+        with self._lock:
+            self.misses += 1
+            self._remember(key, audio.copy())
+        self._store(key, audio)
+        return audio
+
+    def predict_pause(self, left: str, right: str, voice: VoiceParams) -> float:
+        """The wrapped engine's pause (s), remembered (:data:`MAX_PAUSES` entries)."""
+        key = (left, right, voice, _dictionary_digest())
+        with self._lock:
+            pause = self._pauses.get(key)
+            if pause is not None:
+                self._pauses.move_to_end(key)
+                return pause
+        pause = self._engine.predict_pause(left, right, voice)
+        with self._lock:
+            self._pauses[key] = pause
+            while len(self._pauses) > MAX_PAUSES:
+                self._pauses.popitem(last=False)
+        return pause
+
+    def _remember(self, key: str, audio: np.ndarray) -> None:
+        """Put ``audio`` in the memory LRU, evicting the least recently used (lock held)."""
+        if audio.nbytes > self._max_bytes or key in self._entries:
+            return
+        audio.setflags(write=False)
+        self._entries[key] = audio
+        self._bytes += audio.nbytes
+        while self._bytes > self._max_bytes:
+            _, old = self._entries.popitem(last=False)
+            self._bytes -= old.nbytes
+
+    # ------------------------------------------------------------------ persistence
+    def _path(self, key: str) -> str:
+        assert self._dir is not None
+        return os.path.join(self._dir, key + _SUFFIX)
+
+    def _scan(self) -> None:
+        """Index the files already in the directory, oldest first."""
+        assert self._dir is not None
+        found = []
+        with os.scandir(self._dir) as it:
+            for entry in it:
+                if entry.name.endswith(_SUFFIX) and entry.is_file():
+                    st = entry.stat()
+                    found.append((st.st_mtime, entry.name[:-len(_SUFFIX)], st.st_size))
+        for _, key, size in sorted(found):
+            self._files[key] = size
+            self._file_bytes += size
+        self._trim_files()
+
+    def _load(self, key: str) -> Optional[np.ndarray]:
+        """The entry's audio from disk, or None (absent; corrupt: removed, WARNING)."""
+        if self._dir is None or key not in self._files:
+            return None
+        path = self._path(key)
+        try:
+            audio = np.load(path, allow_pickle=False)
+            if audio.dtype != np.float32 or audio.ndim != 1:
+                raise ValueError(f'holds {audio.dtype} {audio.shape}, not float32 (samples,)')
+        except FileNotFoundError:
+            self._forget_file(key)
+            return None
+        except (OSError, ValueError, EOFError) as exc:
+            _LOG.warning(f'phrase cache: removing corrupt entry {path}: '
+                         f'{type(exc).__name__}: {exc}')
+            self._forget_file(key, remove=True)
+            return None
+        try:
+            os.utime(path)  # recently used: last out when the directory is trimmed
+        except OSError:
+            pass
+        self._files.move_to_end(key)
+        return audio
+
+    def _store(self, key: str, audio: np.ndarray) -> None:
+        """Write the entry atomically (temporary file + ``os.replace``); errors: WARNING."""
+        if self._dir is None or key in self._files or audio.nbytes > self._max_bytes:
+            return
+        tmp = ''
+        try:
+            fd, tmp = tempfile.mkstemp(prefix='.tmp-', suffix=_SUFFIX, dir=self._dir)
+            with os.fdopen(fd, 'wb') as f:
+                np.save(f, audio, allow_pickle=False)
+            os.replace(tmp, self._path(key))
+        except OSError as exc:
+            _LOG.warning(f'phrase cache: cannot write {self._path(key)}: {exc}')
+            if tmp:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+            return
+        self._files[key] = os.path.getsize(self._path(key))
+        self._file_bytes += self._files[key]
+        self._trim_files()
+
+    def _forget_file(self, key: str, remove: bool = False) -> None:
+        self._file_bytes -= self._files.pop(key, 0)
+        if remove:
+            try:
+                os.unlink(self._path(key))
+            except OSError:
+                pass
+
+    def _trim_files(self) -> None:
+        """Remove the least recently used files until they fit in the size bound."""
+        while self._file_bytes > self._max_bytes and self._files:
+            self._forget_file(next(iter(self._files)), remove=True)
+
+
+__all__ = ['CACHE_FORMAT', 'CachingEngine', 'MAX_CACHE_MB', 'cache_key']
