@@ -363,7 +363,7 @@ class TTSNode(LifecycleNode):
             sample_rate=engine.sample_rate if engine else 0, speaking=self._speaking,
             queue_depth=sched.queue_depth if sched else 0, stats=self._stats,
             fallback_reason=loader.fallback_reason, engine_error=loader.engine_error,
-            pipeline_failure=(sched.failure or '') if sched else '')
+            pipeline_failure=(sched.failure or '') if sched else '', extra=loader.diagnostics())
         return build_status(snap)
 
     def _publish_diagnostics(self) -> None:

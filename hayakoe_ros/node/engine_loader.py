@@ -3,6 +3,11 @@
 """Engine life cycle of ``tts_node``: load (with the fallback voice), warm up, close.
 
 Every failure is logged once, with its cause and what to do, on the node's logger.
+
+Wrappers, innermost first: the engine, :class:`~hayakoe_ros.speech.resample.ResampledEngine`
+(``output_rate``), :class:`~hayakoe_ros.speech.phrase_cache.CachingEngine`
+(``phrase_cache_mb``). The cache is outside the resampler so that a hit costs neither
+synthesis nor resampling; its entries are at the output rate, which is part of their key.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ import time
 from typing import Callable, Optional
 
 from ..engines import Engine, EngineLoadError, UnknownStyleError, VoiceParams, create_engine
+from ..speech.phrase_cache import CachingEngine
+from ..speech.preload import preload, read_phrases
 from ..speech.resample import ResampledEngine
 from .parameters import FallbackEngine
 
@@ -46,10 +53,22 @@ class EngineLoader:
         if engine is None:
             return 'no engine'
         rate = f'{engine.sample_rate} Hz'
-        if isinstance(engine, ResampledEngine):
-            rate += f' resampled from {engine.engine_rate} Hz'
-        return (f'{self.voice_name} ({engine.device}, {rate})'
+        inner = engine.inner if isinstance(engine, CachingEngine) else engine
+        if isinstance(inner, ResampledEngine):
+            rate += f' resampled from {inner.engine_rate} Hz'
+        cache = ''
+        if isinstance(engine, CachingEngine):
+            cache = f', phrase cache {engine.max_mb:g} MiB' + (
+                f' in {engine.directory}' if engine.directory else '')
+        return (f'{self.voice_name} ({engine.device}, {rate}{cache})'
                 + (' [FALLBACK voice]' if self.fallback_reason else ''))
+
+    def diagnostics(self) -> dict:
+        """``cache_hits`` and ``cache_misses`` of the phrase cache ('' when it is off)."""
+        engine = self.engine
+        if isinstance(engine, CachingEngine):
+            return {'cache_hits': engine.hits, 'cache_misses': engine.misses}
+        return {'cache_hits': '', 'cache_misses': ''}
 
     def adapt_voice(self, voice: VoiceParams) -> VoiceParams:
         """The voice settings for the engine speaking.
@@ -128,7 +147,35 @@ class EngineLoader:
         self._log.info(f'engine {self.voice_name} on {engine.device} loaded in {load_s:.2f} '
                        f's, warmed up in {time.perf_counter() - t1:.2f} s '
                        f"({engine.sample_rate} Hz, styles: {', '.join(engine.styles)})")
+        if params.get('phrase_cache_mb'):
+            return self._add_cache(engine, params, voice())
         return engine
+
+    def _add_cache(self, engine: Engine, params: dict, voice: VoiceParams
+                   ) -> Optional[Engine]:
+        """Wrap ``engine`` in the phrase cache and preload ``preload_phrases`` into it."""
+        try:
+            phrases = read_phrases(params.get('preload_phrases', ''))
+            cached = CachingEngine(engine, params['phrase_cache_mb'],
+                                   params.get('phrase_cache_dir') or None)
+        except (ValueError, OSError) as exc:
+            self.engine_error = str(exc)
+            self._log.error(f'{exc} (parameters phrase_cache_mb/phrase_cache_dir/'
+                            'preload_phrases)')
+            self.close()
+            return None
+        self.engine = cached
+        if phrases:
+            res = preload(cached, phrases, voice, params['max_chars'],
+                          params['max_segment_chars'])
+            for error in res.errors:
+                self._log.warning(f'preload_phrases: not cached: {error}')
+            self._log.info(
+                f'phrase cache: preloaded {res.phrases - len(res.errors)}/{res.phrases} '
+                f'phrase(s), {res.segments} segment(s) ({res.synthesised} synthesised, '
+                f'{res.segments - res.synthesised} already cached) in {res.seconds:.2f} s; '
+                f'{cached.size_bytes / 2 ** 20:.1f} of {cached.max_mb:g} MiB used')
+        return cached
 
     def close(self) -> None:
         """Free the engine's memory (no-op when none is loaded)."""

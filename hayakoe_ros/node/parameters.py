@@ -22,6 +22,7 @@ from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescr
 
 from ..engines import VoiceParams
 from ..speech import QueuePolicy, SchedulerConfig
+from ..speech.phrase_cache import MAX_CACHE_MB
 
 Value = Union[bool, int, float, str]
 
@@ -206,6 +207,19 @@ _SPECS = (
                   'chunk).', range=(0.0, 60.0)),
     ParameterSpec('pacing', True, 'Publish at playback rate (false: as fast as synthesis '
                   'allows).'),
+    # --- phrase cache (reload; issue 13) ---
+    ParameterSpec('phrase_cache_mb', 0.0, 'Phrase cache: MiB of synthesised segment audio '
+                  'kept (LRU; key: engine, model files, voice settings, output rate, user '
+                  'dictionary, segment text), so a repeated phrase costs no synthesis; 0 = '
+                  'off. 1 MiB holds about 6 s of 44.1 kHz audio.', Apply.RELOAD,
+                  range=(0.0, MAX_CACHE_MB)),
+    ParameterSpec('phrase_cache_dir', '', 'Directory where phrase-cache entries persist '
+                  'across restarts (one .npy each, same MiB bound); empty = memory only.',
+                  Apply.RELOAD),
+    ParameterSpec('preload_phrases', '', 'Phrases synthesised into the phrase cache at '
+                  'configure (after warm-up): phrases separated by vertical bars, or the path '
+                  'of a UTF-8 file with one phrase per line (needs phrase_cache_mb > 0).',
+                  Apply.RELOAD),
     # --- interfaces (reload) ---
     ParameterSpec('qos_depth', 100, 'Depth of the audio publisher queue (keep-last).',
                   Apply.RELOAD, range=(1, 100000)),
