@@ -219,3 +219,23 @@ def test_read_phrases_from_a_list_or_a_file(tmp_path):
 def test_size_out_of_range_is_refused(openjtalk_engine):
     with pytest.raises(ValueError, match='phrase cache size 0 MiB is out of range'):
         CachingEngine(openjtalk_engine, 0)
+
+
+def test_a_cancel_through_the_wrappers_terminates_the_run_and_caches_nothing(tiny_engine,
+                                                                            det_voice):
+    from hayakoe_ros.engines import CancelToken, SynthesisCanceledError
+
+    inner = Counting(tiny_engine)
+    cache = CachingEngine(ResampledEngine(tiny_engine, 16000), 8)
+    token = CancelToken()
+    with pytest.raises(SynthesisCanceledError) as info:
+        with cache.cancellable(token):
+            token.cancel()  # as the scheduler's cancel does, from another thread
+            cache.synthesize(PHRASES[0], det_voice)
+    assert 'terminate' in str(info.value.__cause__).lower()  # ONNX Runtime's own flag
+    assert cache.entries == 0 and cache.misses == 0
+    with cache.cancellable(CancelToken()):
+        audio = cache.synthesize(PHRASES[0], det_voice)
+    expected = ResampledEngine(inner, 16000).synthesize(PHRASES[0], det_voice)
+    np.testing.assert_array_equal(audio, expected)
+    assert cache.misses == 1

@@ -18,6 +18,7 @@ new settings or a new dictionary therefore never meet an old entry: their keys d
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -25,11 +26,11 @@ import logging
 import os
 import tempfile
 import threading
-from typing import Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 import numpy as np
 
-from ..engines.base import Engine, VoiceParams
+from ..engines.base import CancelToken, Engine, VoiceParams
 from . import userdict
 
 _LOG = logging.getLogger(__name__)
@@ -159,6 +160,16 @@ class CachingEngine(Engine):
     def check_voice(self, voice: VoiceParams) -> None:
         """Delegate to the wrapped engine (raises ``UnknownStyleError``)."""
         self._engine.check_voice(voice)
+
+    @contextlib.contextmanager
+    def cancellable(self, token: CancelToken) -> Iterator[None]:
+        """The wrapped engine's (a cancel aborts its call in flight; nothing is cached then).
+
+        Raises:
+            SynthesisCanceledError: ``token`` was canceled before or during the block.
+        """
+        with self._engine.cancellable(token):
+            yield
 
     def warmup(self) -> None:
         """Warm up the wrapped engine (nothing is cached)."""

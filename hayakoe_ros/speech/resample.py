@@ -12,12 +12,13 @@ between them are predicted in seconds, so neither is affected by the rate change
 
 from __future__ import annotations
 
-from typing import Sequence
+import contextlib
+from typing import Iterator, Sequence
 
 import numpy as np
 import soxr
 
-from ..engines.base import Engine, VoiceParams
+from ..engines.base import CancelToken, Engine, VoiceParams
 
 #: Output rates accepted (Hz): telephone-band 8 kHz up to 192 kHz studio rates.
 MIN_OUTPUT_RATE = 8000
@@ -106,6 +107,16 @@ class ResampledEngine(Engine):
     def check_voice(self, voice: VoiceParams) -> None:
         """Delegate to the wrapped engine (raises ``UnknownStyleError``)."""
         self._engine.check_voice(voice)
+
+    @contextlib.contextmanager
+    def cancellable(self, token: CancelToken) -> Iterator[None]:
+        """The wrapped engine's: a cancel aborts its call in flight (e.g. ONNX Runtime's).
+
+        Raises:
+            SynthesisCanceledError: ``token`` was canceled before or during the block.
+        """
+        with self._engine.cancellable(token):
+            yield
 
     def synthesize(self, text: str, voice: VoiceParams) -> np.ndarray:
         """Synthesise with the wrapped engine, then resample to :attr:`sample_rate`.
