@@ -45,7 +45,7 @@ def cache_counts(client, node, at_least_hits: int, timeout: float = 15.0) -> dic
 def test_preloaded_phrase_is_spoken_from_the_cache(tiny_model_root, ros_client, tiny_engine,
                                                    det_voice, tmp_path):
     node = NodeProcess(tiny_params(
-        tiny_model_root, phrase_cache_mb=8.0, phrase_cache_dir=str(tmp_path),
+        tiny_model_root, phrase_cache_mb=8, phrase_cache_dir=str(tmp_path),
         max_segment_chars=SEGMENT_CHARS, preload_phrases=f'{PHRASE}|おはようございます。'))
     try:
         log = node.log()

@@ -208,11 +208,11 @@ _SPECS = (
     ParameterSpec('pacing', True, 'Publish at playback rate (false: as fast as synthesis '
                   'allows).'),
     # --- phrase cache (reload; issue 13) ---
-    ParameterSpec('phrase_cache_mb', 0.0, 'Phrase cache: MiB of synthesised segment audio '
+    ParameterSpec('phrase_cache_mb', 0, 'Phrase cache: MiB of synthesised segment audio '
                   'kept (LRU; key: engine, model files, voice settings, output rate, user '
                   'dictionary, segment text), so a repeated phrase costs no synthesis; 0 = '
                   'off. 1 MiB holds about 6 s of 44.1 kHz audio.', Apply.RELOAD,
-                  range=(0.0, MAX_CACHE_MB)),
+                  range=(0, int(MAX_CACHE_MB))),
     ParameterSpec('phrase_cache_dir', '', 'Directory where phrase-cache entries persist '
                   'across restarts (one .npy each, same MiB bound); empty = memory only.',
                   Apply.RELOAD),
