@@ -149,6 +149,9 @@ class EngineLoader:
                        f"({engine.sample_rate} Hz, styles: {', '.join(engine.styles)})")
         if params.get('phrase_cache_mb'):
             return self._add_cache(engine, params, voice())
+        if params.get('preload_phrases', '').strip():
+            self._log.warning('preload_phrases is set but phrase_cache_mb is 0 (the phrase '
+                              'cache is off): nothing preloaded')
         return engine
 
     def _add_cache(self, engine: Engine, params: dict, voice: VoiceParams
