@@ -239,3 +239,23 @@ def test_a_cancel_through_the_wrappers_terminates_the_run_and_caches_nothing(tin
     expected = ResampledEngine(inner, 16000).synthesize(PHRASES[0], det_voice)
     np.testing.assert_array_equal(audio, expected)
     assert cache.misses == 1
+
+
+def test_a_user_dictionary_changes_the_key(openjtalk_engine, tmp_path):
+    """Same segment text, other reading (本日 read キョウ): not served from the cache."""
+    from hayakoe_ros.speech import userdict
+
+    path = tmp_path / 'user.tsv'
+    path.write_text('本日\tキョウ\n', encoding='utf-8')
+    voice = VoiceParams()
+    inner = Counting(openjtalk_engine)
+    cache = CachingEngine(inner, 8)
+    plain = cache.synthesize('本日は晴れです。', voice)
+    try:
+        userdict.apply(userdict.UserDictionary.load(str(path)))
+        read_kyou = cache.synthesize('本日は晴れです。', voice)
+    finally:
+        userdict.apply(None)
+    assert len(inner.calls) == 2 and read_kyou.size != plain.size  # キョウ: fewer morae
+    np.testing.assert_array_equal(cache.synthesize('本日は晴れです。', voice), plain)
+    assert len(inner.calls) == 2 and cache.hits == 1
