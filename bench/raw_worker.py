@@ -4,7 +4,8 @@
 
 ``python bench/raw_worker.py MODE [--root DIR --speaker NAME --threads N]`` loads one
 engine, prints ``{"ready": ...}`` and then answers one JSON request per stdin line with
-one JSON line on stdout. The ``hayakoe`` mode imports hayakoe (and numpy) only, so its
+one JSON line on stdout. The ``hayakoe`` mode imports hayakoe, numpy and (for the ONNX
+thread patch only) hayakoe_ros.engines.hayakoe_internals, no ROS, so its
 peak RSS is what an application using hayakoe directly would need; ``engine`` mode
 loads hayakoe_ros' :class:`HayakoeEngine` (for the per-boundary micro-measurements);
 ``openjtalk`` mode loads pyopenjtalk.
@@ -29,35 +30,19 @@ import numpy as np
 VOICE: dict[str, Any] = {'noise': 0.0, 'noise_w': 0.0, 'sdp_ratio': 0.0}
 
 
-def _patch_threads(num_threads: int) -> None:
-    """Make every ONNX Runtime session use ``num_threads`` intra-op threads (0 = default).
-
-    hayakoe builds its sessions with ``ort.SessionOptions()`` and has no thread option;
-    this does what hayakoe_ros' ``onnx_threads`` does, for the raw process.
-    """
-    if num_threads <= 0:
-        return
-    import onnxruntime as ort
-
-    original = ort.SessionOptions
-
-    class _Threaded(original):  # type: ignore[misc, valid-type]
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.intra_op_num_threads = num_threads
-
-    ort.SessionOptions = _Threaded
-
-
 class HayakoeWorker:
     """hayakoe's public API, as an application would use it."""
 
     def __init__(self, root: str, speaker: str, threads: int) -> None:
-        _patch_threads(threads)
         from hayakoe import TTS
 
+        from hayakoe_ros.engines import hayakoe_internals as hk
+
         uri = f'file://{root}'
-        self.tts = TTS(device='cpu', bert_source=uri).load(speaker, source=uri).prepare()
+        # The same thread patch as the node's engine (restored when the block ends);
+        # nothing else of hayakoe_ros: no allocator settings, no trim.
+        with hk.onnx_session_hooks(threads):
+            self.tts = TTS(device='cpu', bert_source=uri).load(speaker, source=uri).prepare()
         self.speaker = self.tts.speakers[speaker]
         self.sample_rate = int(self.speaker.sampling_rate)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import gc
 import hashlib
 import importlib.metadata
 import logging
@@ -20,6 +21,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from . import hayakoe_internals as hk
+from . import memory
 from .base import (CancelToken, Engine, EngineLoadError, NothingToSpeakError,
                    SynthesisCanceledError, UnknownStyleError, VoiceParams)
 
@@ -70,6 +72,12 @@ class HayakoeEngine(Engine):
             threads (CUDA); 0 = the runtime default.
         compile: CUDA only: ``torch.compile`` the BERT (about 80 s more warm-up for about
             20 % faster sentences, per hayakoe's documentation).
+        allocator: CPU only: glibc ``mallopt`` settings applied (process-wide) before
+            loading; :data:`memory.NODE_ALLOCATOR` by default, ``AllocatorSettings()``
+            keeps glibc's defaults. A no-op on other C libraries.
+        trim: CPU only: return freed memory to the system (``malloc_trim``) after each
+            ONNX session is built, after warm-up and on close. Figures for both levers
+            are in BENCHMARKS.md ("Memory levers").
 
     Raises:
         EngineLoadError: the model cannot be loaded; the message names the cause.
@@ -79,10 +87,13 @@ class HayakoeEngine(Engine):
 
     def __init__(self, speaker: str = 'jvnv-F1-jp', device: str = 'cpu', *,
                  speaker_source: str = '', bert_source: str = '', cache_dir: str = '',
-                 num_threads: int = 0, compile: bool = False) -> None:
+                 num_threads: int = 0, compile: bool = False,
+                 allocator: memory.AllocatorSettings = memory.NODE_ALLOCATOR,
+                 trim: bool = True) -> None:
         self._device = device
         self._speaker_name = speaker
         self._num_threads = int(num_threads)
+        self._trim = bool(trim) and device == 'cpu'
         self.load_seconds = 0.0
         t0 = time.perf_counter()
         try:
@@ -94,6 +105,11 @@ class HayakoeEngine(Engine):
             raise EngineLoadError(f"device '{device}' is not supported; use 'cpu' or 'cuda'")
         if device.startswith('cuda'):
             _check_cuda(device)
+        elif not allocator.is_default:
+            # Before anything big is allocated: glibc has no env var we could still set.
+            applied = memory.configure_allocator(allocator)
+            _LOG.debug('allocator %s: %s', allocator.describe(),
+                       'set' if applied else 'not set (not glibc)')
         kwargs = {'device': device, 'bert_source': _source_uri(bert_source)}
         if cache_dir:
             kwargs['cache_dir'] = os.path.expanduser(cache_dir)
@@ -105,7 +121,8 @@ class HayakoeEngine(Engine):
             # A tokenizer left by an earlier engine in this process would be reused.
             hk.unload_globals()
             tts = TTS(**kwargs).load(speaker, source=_source_uri(speaker_source))
-            with hk.onnx_threads(self._num_threads):
+            after = memory.release_free_memory if self._trim else None
+            with hk.onnx_session_hooks(self._num_threads, after_session=after):
                 tts.prepare(warmup=device.startswith('cuda'), compile=bool(compile))
             self._speaker = tts.speakers[speaker]
         except Exception as exc:  # hayakoe raises many types: report them all the same way
@@ -123,7 +140,13 @@ class HayakoeEngine(Engine):
         self._sample_rate = int(self._speaker.sampling_rate)
         self._styles = list(self._speaker._style2id.keys())
         self._model_id = self._identity()
+        self._release()
         self.load_seconds = time.perf_counter() - t0
+
+    def _release(self) -> None:
+        """Give freed heap memory back to the system (when ``trim`` is on; a few ms)."""
+        if self._trim:
+            memory.release_free_memory()
 
     @property
     def sample_rate(self) -> int:
@@ -279,10 +302,15 @@ class HayakoeEngine(Engine):
         self.synthesize('こんにちは、テストです。', voice)
         self.synthesize('音声合成の準備をしています。', voice)
         self.predict_pause('こんにちは。', 'テストです。', voice)
+        self._feature_cache.clear()
+        self._release()
 
     def close(self) -> None:
-        """Drop the sessions and hayakoe's global tokenizer."""
+        """Drop the sessions and hayakoe's global tokenizer, and return their memory."""
         self._speaker = None
         self._tts = None
+        self._feature_cache.clear()
         hk.unload_globals()
+        gc.collect()  # hayakoe's objects hold reference cycles; free the sessions now
+        self._release()
 

@@ -83,8 +83,18 @@ def check_compatible() -> None:
                  '_style2id', '_backend', '_model_dir'):
         if attr not in src:
             problems.append(f'Speaker.{attr} is no longer set in Speaker.__init__')
-    if 'ort.SessionOptions()' not in inspect.getsource(speaker_mod.Speaker._init_onnx_synth):
-        problems.append('Speaker no longer creates sessions with ort.SessionOptions()')
+    # onnx_session_hooks() patches what these call to build the ONNX Runtime sessions.
+    for owner, attr in ((speaker_mod.Speaker, '_init_onnx_synth'),
+                        (speaker_mod.Speaker, '_init_onnx_duration_predictor'),
+                        (tts_mod.TTS, '_init_bert')):
+        func = getattr(owner, attr, None)
+        if func is None:
+            problems.append(f'{owner.__name__}.{attr} is missing')
+            continue
+        src = inspect.getsource(func)
+        for call in ('ort.SessionOptions()', 'ort.InferenceSession('):
+            if call not in src:
+                problems.append(f'{owner.__name__}.{attr} no longer calls {call!r}')
     problems += _terminable_run_problems(speaker_mod)
     if problems:
         raise RuntimeError('hayakoe internals changed: ' + '; '.join(problems))
@@ -105,32 +115,47 @@ def _terminable_run_problems(speaker_mod) -> list:
 
 
 @contextlib.contextmanager
-def onnx_threads(num_threads: int) -> Iterator[None]:
-    """Make every ONNX Runtime session created inside the block use ``num_threads``.
+def onnx_session_hooks(num_threads: int = 0,
+                       after_session: Optional[Callable[[], None]] = None) -> Iterator[None]:
+    """Control every ONNX Runtime session hayakoe creates inside the block.
 
-    hayakoe builds its sessions with ``ort.SessionOptions()`` and offers no way to pass
-    options, so ``onnxruntime.SessionOptions`` is replaced for the duration of the block by
-    a subclass that sets ``intra_op_num_threads``. 0 keeps the runtime default (one thread
-    per physical core).
+    hayakoe builds its sessions with ``ort.SessionOptions()`` and
+    ``ort.InferenceSession(...)`` and offers no way to pass options, so for the duration of
+    the block ``onnxruntime.SessionOptions`` is replaced by a subclass that sets
+    ``intra_op_num_threads`` (when ``num_threads`` > 0; 0 keeps the runtime default, one
+    thread per physical core) and ``onnxruntime.InferenceSession`` by a subclass that calls
+    ``after_session()`` once each session is built (the engine returns the session's
+    load-time garbage to the system there, so the next session's load does not stack on
+    it). Both attributes are restored when the block ends, also on an exception; blocks
+    in different threads run one at a time.
     """
-    if num_threads <= 0:
+    if num_threads <= 0 and after_session is None:
         yield
         return
     import onnxruntime as ort
 
-    original = ort.SessionOptions
-
-    class _ThreadedSessionOptions(original):  # type: ignore[misc, valid-type]
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.intra_op_num_threads = num_threads
-
     with _PATCH_LOCK:
-        ort.SessionOptions = _ThreadedSessionOptions
+        saved = {'SessionOptions': ort.SessionOptions,
+                 'InferenceSession': ort.InferenceSession}
+        if num_threads > 0:
+            class _ThreadedSessionOptions(saved['SessionOptions']):  # type: ignore[misc]
+                def __init__(self, *args, **kwargs):
+                    super().__init__(*args, **kwargs)
+                    self.intra_op_num_threads = num_threads
+
+            ort.SessionOptions = _ThreadedSessionOptions
+        if after_session is not None:
+            class _HookedSession(saved['InferenceSession']):  # type: ignore[misc]
+                def __init__(self, *args, **kwargs):
+                    super().__init__(*args, **kwargs)
+                    after_session()
+
+            ort.InferenceSession = _HookedSession
         try:
             yield
         finally:
-            ort.SessionOptions = original
+            for name, value in saved.items():
+                setattr(ort, name, value)
 
 
 @contextlib.contextmanager
