@@ -7,7 +7,7 @@ each in its own process and one after the other: raw hayakoe (``TTS().load().pre
 then ``Speaker.generate()``), and hayakoe_ros' engine with the node's pipeline (the speech
 scheduler, pacing off, no ROS) under each allocator/trim setting. Every process loads,
 warms up (one 3-sentence text), then speaks the benchmark's 1-, 3- and 10-sentence texts.
-Printed per setting (MB = 2**20 bytes): RSS after load, peak RSS (VmHWM) over load and
+Printed per setting (MB = 10**6 bytes): RSS after load, peak RSS (VmHWM) over load and
 speaking, RSS idle after speaking, and CPU seconds per audio second (all threads), which
 on this shared machine is steadier than wall-clock speed. A Markdown table goes to stdout
 at the end. Not part of ``make bench`` (about 1-2 minutes per setting on the full model).
@@ -111,8 +111,8 @@ def table(rows: dict) -> str:
     for name, r in rows.items():
         ratio = f"{r['hwm'] / raw['hwm']:.2f}" if raw else '–'
         cpu = f"{r['cpu_per_audio_s'] / raw['cpu_per_audio_s']:.3f}" if raw else '–'
-        lines.append(f"| {name} | {r['rss_load'] / 1024:.0f} MB | {r['hwm'] / 1024:.0f} MB "
-                     f"| {r['rss_idle'] / 1024:.0f} MB | {ratio} "
+        load, peak, idle = (r[k] * 1024 / 1e6 for k in ('rss_load', 'hwm', 'rss_idle'))
+        lines.append(f"| {name} | {load:.0f} MB | {peak:.0f} MB | {idle:.0f} MB | {ratio} "
                      f"| {r['cpu_per_audio_s']:.3f} | {cpu} |")
     return '\n'.join(lines)
 

@@ -11,7 +11,8 @@ the repository's own texts, test/data/texts.yaml, each a prefix of the next):
 * time to first audio: the node (text published -> first chunk received), hayakoe
   ``stream()`` (first chunk) and ``generate()``; and TTFA(10 sentences) / TTFA(1);
 * cancel latency: ``say`` cancel request sent -> last chunk received (pacing on);
-* peak RSS (VmHWM) of the node process and of a raw hayakoe process doing the same work;
+* peak RSS (VmHWM) and steady RSS (idle after speaking) of the node process and of a raw
+  hayakoe process doing the same work, and their ratio (``bench/memory_report.py``);
 * thread scaling (``num_threads`` 1 and 2), the Open JTalk engine, the phoneme rate of the
   model's duration predictor, and what the node's per-boundary pause prediction costs.
 
@@ -38,7 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # tools/ is a top-level package, not installed
     sys.path.insert(0, str(REPO))
 
-from bench import report  # noqa: E402
+from bench import memory_report, report  # noqa: E402
 from bench.node_driver import BenchClient, NodeProcess, read_cpu_s, read_vm_kib  # noqa: E402
 from bench.raw_worker import VOICE  # noqa: E402
 from bench.texts import benchmark_texts, rate_sentences  # noqa: E402
@@ -52,7 +53,6 @@ TARGETS: dict[str, Any] = {
     'speed_ratio': 0.97,      # node speed factor / raw speed factor, >=
     'ttfa_ratio': 1.2,        # node TTFA(10) / TTFA(1), <=
     'cancel_ms': 100.0,       # cancel sent -> last chunk received, <=
-    'rss_extra_mb': 60.0,     # node peak RSS - raw peak RSS, <=
     'phoneme_rate': (11.0, 14.0),
 }
 
@@ -188,9 +188,8 @@ def measure_hayakoe(args, root: Path, speaker: str, texts: dict, log_dir: Path,
                     low['raw'].append(raw_low.call('generate', text=texts[3]))
                 else:
                     low['node'].append(client_low.speak_topic(texts[3]))
-        rss = {'raw_kib': raw.peak_rss_kib(), 'node_kib': node.peak_rss_kib(),
-               'raw_1thread_kib': raw_low.peak_rss_kib(),
-               'node_1thread_kib': node_low.peak_rss_kib()}
+        rss = memory_report.collect({'raw': raw, 'node': node, 'raw_1thread': raw_low,
+                                     'node_1thread': node_low})
         for p in (raw_low, node_low, raw_stream):
             p.stop()
         client_low.close()
@@ -306,9 +305,7 @@ def analyse(h: dict, micro: dict, ojt: dict) -> dict:
     out['cancel'] = {k: report.summary([c[k] for c in h['cancel']])
                      for k in ('latency_s', 'ack_s', 'late_chunks', 'downstream_s')}
     rss = h['rss']
-    out['rss_mb'] = {k.replace('_kib', ''): mb(v) for k, v in rss.items()}
-    out['rss_mb']['extra'] = mb(rss['node_kib'] - rss['raw_kib'])
-    out['rss_mb']['extra_1thread'] = mb(rss['node_1thread_kib'] - rss['raw_1thread_kib'])
+    out['rss_mb'] = memory_report.analyse(rss)
     low = h['threads_low']
     t_lo, t_hi = h['threads']
     k = len(low['raw'])  # the 1-thread runs were paired with the first k repetitions
@@ -375,15 +372,7 @@ def claims(a: dict) -> list:
     rows.append(['cancel sent → last chunk received (pacing on)',
                  report.fmt(c, ' ms', 1000, 1), f'≤ {TARGETS["cancel_ms"]:.0f} ms',
                  report.status(c['median'] * 1000, TARGETS['cancel_ms'], False)])
-    m = a['rss_mb']
-    for label, extra, node, raw in (
-            ('1, 3 and 10 sentences, 2 threads', m['extra'], m['node'], m['raw']),
-            ('3 sentences only, 1 thread', m['extra_1thread'], m['node_1thread'],
-             m['raw_1thread'])):
-        rows.append([f'peak RSS node − raw generate(), same texts ({label})',
-                     f'{extra:+.0f} MB ({node:.0f} vs {raw:.0f})',
-                     f'≤ +{TARGETS["rss_extra_mb"]:.0f} MB',
-                     report.status(extra, TARGETS['rss_extra_mb'], False)])
+    rows += memory_report.claims(a['rss_mb'])
     if 'phoneme_rate' in a:
         pr = a['phoneme_rate']
         lo, hi = TARGETS['phoneme_rate']
@@ -455,20 +444,9 @@ def markdown(a: dict, results: dict) -> str:
                                                                     digits=0)],
                   ['audio published before the cancel that plays after it (stamps)',
                    fmt(c['downstream_s'], ' ms', 1000, 0)]]), '']
-    m = a['rss_mb']
     t_lo, t_hi = results['config']['threads_compared']
-    parts += ['### Peak RSS (VmHWM) and thread scaling', '',
-              f'Peak RSS after the same syntheses: at {t_hi} threads the warm-up and every '
-              f'repetition of the 1-, 3- and 10-sentence texts; at {t_lo} thread the '
-              'warm-up and the 3-sentence runs only.', '',
-              report.table([
-                  ['process', f'{t_hi} threads', f'{t_lo} thread'],
-                  ['raw hayakoe generate()', f"{m['raw']:.0f} MB",
-                   f"{m['raw_1thread']:.0f} MB"],
-                  ['tts_node', f"{m['node']:.0f} MB (after the cancels: "
-                   f"{m['node_after_cancel']:.0f} MB)", f"{m['node_1thread']:.0f} MB"],
-                  ['node − raw', f"{m['extra']:+.0f} MB", f"{m['extra_1thread']:+.0f} MB"]]),
-              '']
+    parts += memory_report.markdown(a['rss_mb'], t_lo, t_hi)
+    parts += ['### Thread scaling', '']
     th = a['threads']
     rows = [['speed factor, 3 sentences', f'{t_lo} thread', f'{t_hi} threads',
              f'{t_hi} / {t_lo}']]
