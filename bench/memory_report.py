@@ -27,6 +27,7 @@ def collect(procs: dict, idle_s: float = IDLE_S) -> dict:
     Args:
         procs: role (``raw``, ``node``, ``raw_1thread``, ``node_1thread``) -> an object
             with a ``pid`` attribute or a ``proc.pid``.
+        idle_s: Seconds to wait before reading (the processes are idle meanwhile).
 
     Returns:
         ``{'<role>_kib': VmHWM, '<role>_steady_kib': VmRSS}`` for every role (KiB).

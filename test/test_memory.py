@@ -27,7 +27,7 @@ def _run(code: str) -> str:
 def test_trim_returns_freed_heap_memory_to_the_system():
     # 300 MB in 64 KiB blocks (below glibc's mmap threshold: heap memory), freed while a
     # block allocated last pins the top of the heap: resident until malloc_trim.
-    out = _run('''
+    out = _run("""
         from hayakoe_ros.engines import memory
         blocks = [bytearray(64 * 1024) for _ in range(4800)]
         pin = bytearray(64 * 1024)
@@ -37,7 +37,7 @@ def test_trim_returns_freed_heap_memory_to_the_system():
         released = memory.release_free_memory()
         after = memory.vm_kib('VmRSS')
         print(before, freed, after, released)
-    ''')
+    """)
     before, freed, after, released = out.split()
     before, freed, after = int(before), int(freed), int(after)
     assert released == 'True'
@@ -50,7 +50,7 @@ def test_mmap_threshold_makes_large_frees_go_back_at_once():
     # With glibc's dynamic threshold a freed 8 MiB block raises the mmap threshold, so
     # later 4 MiB blocks land in the heap and stay resident after free; at 1 MiB they
     # are unmapped on free.
-    code = '''
+    code = """
         from hayakoe_ros.engines import memory
         {setup}
         big = bytearray(8 << 20)
@@ -60,7 +60,7 @@ def test_mmap_threshold_makes_large_frees_go_back_at_once():
         before = memory.vm_kib('VmRSS')
         del blocks
         print(before - memory.vm_kib('VmRSS'))
-    '''
+    """
     default = int(_run(code.format(setup='')))
     tuned = int(_run(code.format(
         setup='assert memory.configure_allocator(memory.NODE_ALLOCATOR)')))
