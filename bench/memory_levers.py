@@ -126,6 +126,8 @@ def main(argv=None) -> int:
     parser.add_argument('--child', default=None, help=argparse.SUPPRESS)
     parser.add_argument('--root', default=None, help=argparse.SUPPRESS)
     parser.add_argument('--json', default=None, help='also write the figures here')
+    parser.add_argument('--model-root', default=None,
+                        help='a model tree built earlier (default: the cached recipe)')
     args = parser.parse_args(argv)
     speaker = {'full': 'full-jp', 'tiny': 'tiny-jp'}[args.recipe]
     if args.child:
@@ -134,7 +136,7 @@ def main(argv=None) -> int:
     from tools.random_model import cached_model
 
     cache = Path(os.environ.get('HAYAKOE_ROS_CACHE', REPO / '.cache')) / 'models'
-    root = cached_model(cache, args.recipe, speaker)
+    root = args.model_root or cached_model(cache, args.recipe, speaker)
     rows = {}
     for name in args.only or SETTINGS:
         proc = subprocess.run(

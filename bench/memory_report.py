@@ -91,6 +91,6 @@ def markdown(m: dict, t_lo: int, t_hi: int) -> list:
              'defaults, as an application would.', '',
              report.table(rows), '']
     if 'node_after_cancel' in m:
-        lines[-1:-1] = [f"tts_node peak after the cancel trials too: "
-                        f"{m['node_after_cancel']:.0f} MB.", '']
+        lines += [f"tts_node peak after the cancel trials too: "
+                  f"{m['node_after_cancel']:.0f} MB.", '']
     return lines

@@ -35,6 +35,7 @@ def test_rss_stays_flat_over_20_cleanup_configure_cycles(tiny_model_root, ros_cl
             rss.append(vm_kib('VmRSS', pid))
         growth = (max(rss) - rss[0]) / rss[0]
         mb = [round(kib / 1024) for kib in rss]
+        print(f'tts_node RSS after each of {CYCLES} cycles (MiB): {mb}')
         assert growth <= 0.05, f'RSS after each cycle (MB): {mb}'
     finally:
         assert node.stop() == 0, node.log()
