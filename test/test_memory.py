@@ -13,6 +13,8 @@ from hayakoe_ros.engines import hayakoe_internals as hk
 from hayakoe_ros.engines import memory
 from hayakoe_ros.engines.hayakoe_engine import HayakoeEngine
 
+pytestmark = pytest.mark.unit
+
 GLIBC = memory._libc() is not None
 
 
