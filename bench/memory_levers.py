@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.raw_worker import VOICE  # noqa: E402
-from bench.texts import benchmark_texts, corpus_dir  # noqa: E402
+from bench.texts import benchmark_texts  # noqa: E402
 from hayakoe_ros.engines import memory  # noqa: E402
 
 MIB = memory.MIB
@@ -52,7 +52,7 @@ def _cpu_s() -> float:
 def child(name: str, root: str, speaker: str, threads: int) -> dict:
     """Run one setting in this process; return its figures (KiB, s)."""
     side, alloc, trim = SETTINGS[name]
-    texts = benchmark_texts(corpus_dir())
+    texts = benchmark_texts()
     t0 = time.perf_counter()
     if side == 'raw':
         from hayakoe_ros.engines import hayakoe_internals as hk
@@ -84,7 +84,7 @@ def child(name: str, root: str, speaker: str, threads: int) -> dict:
             sched = SpeechScheduler(eng, lambda utt, chunk: samples.append(chunk.valid_frames),
                                     SchedulerConfig(pacing=False))
             try:
-                sched.submit(text, voice).wait()
+                sched.submit(text, voice).wait(600.0)
             finally:
                 sched.shutdown()
             return sum(samples) / rate

@@ -116,7 +116,7 @@ def _terminable_run_problems(speaker_mod) -> list:
 
 @contextlib.contextmanager
 def onnx_session_hooks(num_threads: int = 0,
-                       after_session: Optional[Callable[[], None]] = None) -> Iterator[None]:
+                       after_session: Optional[Callable[[], object]] = None) -> Iterator[None]:
     """Control every ONNX Runtime session hayakoe creates inside the block.
 
     hayakoe builds its sessions with ``ort.SessionOptions()`` and
@@ -135,17 +135,17 @@ def onnx_session_hooks(num_threads: int = 0,
     import onnxruntime as ort
 
     with _PATCH_LOCK:
-        saved = {'SessionOptions': ort.SessionOptions,
-                 'InferenceSession': ort.InferenceSession}
+        options_cls, session_cls = ort.SessionOptions, ort.InferenceSession
+        saved = {'SessionOptions': options_cls, 'InferenceSession': session_cls}
         if num_threads > 0:
-            class _ThreadedSessionOptions(saved['SessionOptions']):  # type: ignore[misc]
+            class _ThreadedSessionOptions(options_cls):  # type: ignore[misc, valid-type]
                 def __init__(self, *args, **kwargs):
                     super().__init__(*args, **kwargs)
                     self.intra_op_num_threads = num_threads
 
             ort.SessionOptions = _ThreadedSessionOptions
         if after_session is not None:
-            class _HookedSession(saved['InferenceSession']):  # type: ignore[misc]
+            class _HookedSession(session_cls):  # type: ignore[misc, valid-type]
                 def __init__(self, *args, **kwargs):
                     super().__init__(*args, **kwargs)
                     after_session()
