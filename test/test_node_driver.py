@@ -15,8 +15,8 @@ from rclpy.parameter_client import AsyncParameterClient
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool
 
-from ros_utils import (CHUNK, NodeProcess, change_state, new_namespace, send_goal,
-                       tiny_params, wait_future)
+from ros_utils import (CHUNK, NodeProcess, change_state, in_process_node, new_namespace,
+                       send_goal, tiny_params, wait_future)
 
 pytestmark = pytest.mark.ros
 
@@ -181,11 +181,24 @@ def test_diagnostics_report_engine_state_and_figures(node, ros_client):
     assert float(values['last_rtf']) > 0 and float(values['last_ttfa_s']) > 0
 
 
-def test_audio_qos_is_reliable_with_the_configured_depth(node, ros_client):
+def test_audio_qos_is_reliable_as_discovered(node, ros_client):
     infos = ros_client.node.get_publishers_info_by_topic(node.topic('audio'))
     assert len(infos) == 1
     qos = infos[0].qos_profile
     assert qos.reliability == ReliabilityPolicy.RELIABLE
+
+
+def test_audio_and_feedback_publishers_get_the_configured_depth(ros_client):
+    # DDS discovery does not carry the history depth: check the node's own publishers.
+    node = in_process_node(dict(engine='openjtalk', qos_depth=37, autostart=False))
+    try:
+        from rclpy.lifecycle import TransitionCallbackReturn
+
+        assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+        assert node._audio_pub.qos_profile.depth == 37
+    finally:
+        node.trigger_shutdown()
+        node.destroy_node()
 
 
 def test_qos_override_from_parameters_takes_effect(tiny_model_root, ros_client):

@@ -15,7 +15,6 @@ import hashlib
 import importlib.metadata
 import logging
 import os
-import time
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -94,8 +93,6 @@ class HayakoeEngine(Engine):
         self._speaker_name = speaker
         self._num_threads = int(num_threads)
         self._trim = bool(trim) and device == 'cpu'
-        self.load_seconds = 0.0
-        t0 = time.perf_counter()
         try:
             from hayakoe import TTS
         except ImportError as exc:
@@ -141,7 +138,6 @@ class HayakoeEngine(Engine):
         self._styles = list(self._speaker._style2id.keys())
         self._model_id = self._identity()
         self._release()
-        self.load_seconds = time.perf_counter() - t0
 
     def _release(self) -> None:
         """Give freed heap memory back to the system (when ``trim`` is on; a few ms)."""

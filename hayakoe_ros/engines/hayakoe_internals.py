@@ -7,7 +7,7 @@ full scale, predicts pauses over the whole text before the first sentence, canno
 ONNX Runtime thread count and cannot be interrupted. The node needs the model's raw float
 output per segment, the duration predictor's per-phoneme frames for a pair of segments, and
 thread control, so it reaches inside here. :func:`check_compatible` lists what is relied on;
-``test/test_hayakoe_internals.py`` calls it so that a hayakoe release that changes any of it
+``test/test_engines.py`` calls it so that a hayakoe release that changes any of it
 fails loudly instead of misbehaving. Tested against hayakoe 1.3.1.
 """
 
