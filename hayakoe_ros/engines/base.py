@@ -213,3 +213,79 @@ class Engine(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Release the model's memory. The engine is unusable afterwards."""
+
+
+class WrappedEngine(Engine):
+    """An engine that adds one thing to another (resampling, a cache) and delegates the rest.
+
+    Subclasses override what they change; everything else (sample rate, styles, voice,
+    device, model identity, voice checks, cancellation, synthesis, pauses, warm-up, close)
+    is the wrapped engine's.
+
+    Args:
+        engine: A loaded engine.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self.name = engine.name
+
+    @property
+    def inner(self) -> Engine:
+        """The wrapped engine."""
+        return self._engine
+
+    @property
+    def sample_rate(self) -> int:
+        """The wrapped engine's sample rate (Hz)."""
+        return self._engine.sample_rate
+
+    @property
+    def styles(self) -> Sequence[str]:
+        """The wrapped engine's styles."""
+        return self._engine.styles
+
+    @property
+    def voice(self) -> str:
+        """The wrapped engine's voice name."""
+        return self._engine.voice
+
+    @property
+    def device(self) -> str:
+        """The wrapped engine's device."""
+        return self._engine.device
+
+    @property
+    def model_id(self) -> str:
+        """The wrapped engine's model identity."""
+        return self._engine.model_id
+
+    def check_voice(self, voice: VoiceParams) -> None:
+        """Delegate to the wrapped engine (raises ``UnknownStyleError``)."""
+        self._engine.check_voice(voice)
+
+    @contextlib.contextmanager
+    def cancellable(self, token: CancelToken) -> Iterator[None]:
+        """The wrapped engine's: a cancel aborts its call in flight (e.g. ONNX Runtime's).
+
+        Raises:
+            SynthesisCanceledError: ``token`` was canceled before or during the block.
+        """
+        with self._engine.cancellable(token):
+            yield
+
+    def synthesize(self, text: str, voice: VoiceParams) -> np.ndarray:
+        """The wrapped engine's synthesis (see :meth:`Engine.synthesize`)."""
+        return self._engine.synthesize(text, voice)
+
+    def predict_pause(self, left: str, right: str, voice: VoiceParams) -> float:
+        """The wrapped engine's pause (s)."""
+        return self._engine.predict_pause(left, right, voice)
+
+    def warmup(self) -> None:
+        """Warm up the wrapped engine."""
+        self._engine.warmup()
+
+    def close(self) -> None:
+        """Close the wrapped engine."""
+        self._engine.close()

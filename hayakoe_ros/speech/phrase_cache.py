@@ -18,7 +18,6 @@ new settings or a new dictionary therefore never meet an old entry: their keys d
 from __future__ import annotations
 
 import collections
-import contextlib
 import dataclasses
 import hashlib
 import json
@@ -26,11 +25,11 @@ import logging
 import os
 import tempfile
 import threading
-from typing import Iterator, Optional, Sequence
+from typing import Optional
 
 import numpy as np
 
-from ..engines.base import CancelToken, Engine, VoiceParams
+from ..engines.base import Engine, VoiceParams, WrappedEngine
 from . import userdict
 
 _LOG = logging.getLogger(__name__)
@@ -84,7 +83,7 @@ def _dictionary_digest() -> str:
     return _DIGEST[1]
 
 
-class CachingEngine(Engine):
+class CachingEngine(WrappedEngine):
     """``engine`` with a phrase cache in front of :meth:`synthesize`.
 
     Args:
@@ -109,8 +108,7 @@ class CachingEngine(Engine):
         if not 0 < float(max_mb) <= MAX_CACHE_MB:
             raise ValueError(f'phrase cache size {max_mb} MiB is out of range: use 0 (off) '
                              f'or up to {MAX_CACHE_MB:g} MiB')
-        self._engine = engine
-        self.name = engine.name
+        super().__init__(engine)
         self._max_bytes = int(float(max_mb) * _MIB)
         self._model_id = model_id or engine.model_id
         self._entries: collections.OrderedDict = collections.OrderedDict()
@@ -128,48 +126,9 @@ class CachingEngine(Engine):
 
     # ------------------------------------------------------------------ pass-through
     @property
-    def inner(self) -> Engine:
-        """The wrapped engine."""
-        return self._engine
-
-    @property
-    def sample_rate(self) -> int:
-        """The wrapped engine's sample rate (Hz)."""
-        return self._engine.sample_rate
-
-    @property
-    def styles(self) -> Sequence[str]:
-        """The wrapped engine's styles."""
-        return self._engine.styles
-
-    @property
-    def voice(self) -> str:
-        """The wrapped engine's voice name."""
-        return self._engine.voice
-
-    @property
-    def device(self) -> str:
-        """The wrapped engine's device."""
-        return self._engine.device
-
-    @property
     def model_id(self) -> str:
         """The model identity used in keys."""
         return self._model_id
-
-    def check_voice(self, voice: VoiceParams) -> None:
-        """Delegate to the wrapped engine (raises ``UnknownStyleError``)."""
-        self._engine.check_voice(voice)
-
-    @contextlib.contextmanager
-    def cancellable(self, token: CancelToken) -> Iterator[None]:
-        """The wrapped engine's (a cancel aborts its call in flight; nothing is cached then).
-
-        Raises:
-            SynthesisCanceledError: ``token`` was canceled before or during the block.
-        """
-        with self._engine.cancellable(token):
-            yield
 
     def warmup(self) -> None:
         """Warm up the wrapped engine (nothing is cached)."""

@@ -12,13 +12,11 @@ between them are predicted in seconds, so neither is affected by the rate change
 
 from __future__ import annotations
 
-import contextlib
-from typing import Iterator, Sequence
 
 import numpy as np
 import soxr
 
-from ..engines.base import CancelToken, Engine, VoiceParams
+from ..engines.base import Engine, VoiceParams, WrappedEngine
 
 #: Output rates accepted (Hz): telephone-band 8 kHz up to 192 kHz studio rates.
 MIN_OUTPUT_RATE = 8000
@@ -47,7 +45,7 @@ def resample(audio: np.ndarray, in_rate: int, out_rate: int) -> np.ndarray:
                                                                            copy=False)
 
 
-class ResampledEngine(Engine):
+class ResampledEngine(WrappedEngine):
     """``engine`` speaking at ``rate`` Hz: :meth:`synthesize` output is resampled.
 
     Everything else (styles, voice checks, pause prediction, device, close) is the wrapped
@@ -65,14 +63,8 @@ class ResampledEngine(Engine):
         if not MIN_OUTPUT_RATE <= int(rate) <= MAX_OUTPUT_RATE:
             raise ValueError(f"output_rate {rate} Hz is out of range: use 0 (the engine's "
                              f'own rate) or {MIN_OUTPUT_RATE}..{MAX_OUTPUT_RATE} Hz')
-        self._engine = engine
+        super().__init__(engine)
         self._rate = int(rate)
-        self.name = engine.name
-
-    @property
-    def inner(self) -> Engine:
-        """The wrapped engine."""
-        return self._engine
 
     @property
     def engine_rate(self) -> int:
@@ -84,40 +76,6 @@ class ResampledEngine(Engine):
         """The output sample rate (Hz)."""
         return self._rate
 
-    @property
-    def styles(self) -> Sequence[str]:
-        """The wrapped engine's styles."""
-        return self._engine.styles
-
-    @property
-    def voice(self) -> str:
-        """The wrapped engine's voice name."""
-        return self._engine.voice
-
-    @property
-    def device(self) -> str:
-        """The wrapped engine's device."""
-        return self._engine.device
-
-    @property
-    def model_id(self) -> str:
-        """The wrapped engine's model identity."""
-        return self._engine.model_id
-
-    def check_voice(self, voice: VoiceParams) -> None:
-        """Delegate to the wrapped engine (raises ``UnknownStyleError``)."""
-        self._engine.check_voice(voice)
-
-    @contextlib.contextmanager
-    def cancellable(self, token: CancelToken) -> Iterator[None]:
-        """The wrapped engine's: a cancel aborts its call in flight (e.g. ONNX Runtime's).
-
-        Raises:
-            SynthesisCanceledError: ``token`` was canceled before or during the block.
-        """
-        with self._engine.cancellable(token):
-            yield
-
     def synthesize(self, text: str, voice: VoiceParams) -> np.ndarray:
         """Synthesise with the wrapped engine, then resample to :attr:`sample_rate`.
 
@@ -128,16 +86,8 @@ class ResampledEngine(Engine):
         return resample(self._engine.synthesize(text, voice), self._engine.sample_rate,
                         self._rate)
 
-    def predict_pause(self, left: str, right: str, voice: VoiceParams) -> float:
-        """The wrapped engine's pause (s): independent of the sample rate."""
-        return self._engine.predict_pause(left, right, voice)
-
     def warmup(self) -> None:
         """Warm up the wrapped engine and the resampler."""
         self._engine.warmup()
         resample(np.zeros(self._engine.sample_rate // 10, np.float32),
                  self._engine.sample_rate, self._rate)
-
-    def close(self) -> None:
-        """Close the wrapped engine."""
-        self._engine.close()
