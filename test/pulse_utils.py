@@ -95,12 +95,7 @@ class PulseServer:
     def stop(self) -> None:
         """Terminate the server (bounded wait)."""
         if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+            _terminate(self.proc)
         self._log.close()
 
 
@@ -128,11 +123,16 @@ class Recording:
 
     def stop(self) -> np.ndarray:
         """Stop; return the recording (float64, +-1.0 full scale)."""
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        _terminate(self.proc)
         self._file.close()
         return np.fromfile(self.path, dtype='<i2').astype(np.float64) / 32768.0
+
+
+def _terminate(proc: subprocess.Popen) -> None:
+    """SIGTERM ``proc``; SIGKILL it if it has not exited within 10 s."""
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
