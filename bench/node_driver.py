@@ -248,6 +248,69 @@ class BenchClient:
                 'downstream_s': max(0.0, (end_of_audio_ns - wall_ns) / 1e9)}
 
 
+    def say_first_audio(self, text: str, timeout: float = 120.0) -> dict:
+        """Send a ``say`` goal on an idle node and time its first feedback chunk.
+
+        Returns seconds: ``ttfa_s`` (goal sent -> first feedback chunk received, i.e. the
+        goal's own first audio) and ``total_s`` (goal sent -> result received).
+        """
+        first: list = []
+        t0 = time.monotonic()
+        handle = _wait(self._action.send_goal_async(
+            self._tts.Goal(text=text),
+            feedback_callback=lambda _fb: first or first.append(time.monotonic())), 30.0)
+        if not handle.accepted:
+            raise RuntimeError('goal rejected')
+        _wait(handle.get_result_async(), timeout)
+        if not first:
+            raise RuntimeError('goal finished without audio')
+        self._wait_quiet(0.3)
+        return {'ttfa_s': first[0] - t0, 'total_s': time.monotonic() - t0}
+
+    def cancel_then_say(self, text: str, next_text: str, after_audio_s: float,
+                        timeout: float = 120.0) -> dict:
+        """Cancel a speaking ``say`` goal and at once send the next one; time its audio.
+
+        The first goal speaks ``text`` until ``after_audio_s`` of its audio has arrived
+        (its next segment is then being synthesised); the cancel request is sent, and the
+        goal for ``next_text`` right after it, without waiting for the cancel response,
+        as a dialogue manager does when the user interrupts. Returns seconds:
+        ``next_ttfa_s`` (next goal sent -> its first feedback chunk) and ``ack_s``
+        (cancel sent -> cancel response).
+        """
+        mark = self.rec.mark()
+        handle = _wait(self._action.send_goal_async(self._tts.Goal(text=text)), 30.0)
+        if not handle.accepted:
+            raise RuntimeError('goal rejected')
+        deadline = time.monotonic() + timeout
+        while True:
+            msgs = self.rec.since(mark)
+            if msgs and sum(len(m[2]) for m in msgs) / msgs[0][3] >= after_audio_s:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError('not enough audio before the cancel')
+            time.sleep(0.002)
+        first: list = []
+        t_cancel = time.monotonic()
+        cancel_future = handle.cancel_goal_async()
+        t_next = time.monotonic()
+        next_future = self._action.send_goal_async(
+            self._tts.Goal(text=next_text),
+            feedback_callback=lambda _fb: first or first.append(time.monotonic()))
+        response = _wait(cancel_future, 10.0)
+        t_ack = time.monotonic()
+        if len(response.goals_canceling) != 1:
+            raise RuntimeError('cancel refused')
+        next_handle = _wait(next_future, 30.0)
+        if not next_handle.accepted:
+            raise RuntimeError('next goal rejected')
+        _wait(next_handle.get_result_async(), timeout)
+        if not first:
+            raise RuntimeError('next goal finished without audio')
+        self._wait_quiet(0.3)
+        return {'next_ttfa_s': first[0] - t_next, 'ack_s': t_ack - t_cancel}
+
+
 def _wait(future, timeout: float):
     """Block until an rclpy future (spun by the client's executor) is done."""
     deadline = time.monotonic() + timeout

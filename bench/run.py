@@ -39,10 +39,10 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # tools/ is a top-level package, not installed
     sys.path.insert(0, str(REPO))
 
-from bench import memory_report, report  # noqa: E402
+from bench import memory_report, report, responsiveness  # noqa: E402
 from bench.node_driver import BenchClient, NodeProcess, read_cpu_s, read_vm_kib  # noqa: E402
 from bench.raw_worker import VOICE  # noqa: E402
-from bench.texts import benchmark_texts, rate_sentences  # noqa: E402
+from bench.texts import benchmark_sentences, benchmark_texts, rate_sentences  # noqa: E402,E501
 
 MARK_BEGIN = '<!-- bench:begin (written by bench/run.py; edit outside the markers) -->'
 MARK_END = '<!-- bench:end -->'
@@ -201,6 +201,8 @@ def measure_hayakoe(args, root: Path, speaker: str, texts: dict, log_dir: Path,
         cancels = []
         for k in range(args.cancel_trials):
             cancels.append(client.cancel_after(texts[10], after_audio_s=0.8 + 0.17 * k))
+        log(f'cancel -> next goal: {args.cancel_trials} idle / after-cancel pairs')
+        cancel_next = responsiveness.measure_cancel_next(client, texts, args.cancel_trials)
         client.set_parameter('pacing', False)
         rss['node_after_cancel_kib'] = node.peak_rss_kib()
     finally:
@@ -210,7 +212,28 @@ def measure_hayakoe(args, root: Path, speaker: str, texts: dict, log_dir: Path,
             p.stop()
     return {'startup': startup, 'generate': gen, 'stream': stream, 'node': node_run,
             'threads_low': low, 'threads': [threads_low, threads_main], 'rss': rss,
-            'cancel': cancels}
+            'cancel': cancels, 'cancel_next': cancel_next,
+            'cache': measure_cache(args, root, speaker, texts, log_dir, ns)}
+
+
+def measure_cache(args, root: Path, speaker: str, texts: dict, log_dir: Path,
+                  ns: str) -> dict:
+    """Phrase-cache hit and miss TTFA on a node of its own (pacing on)."""
+    log(f'phrase cache: a node with phrase_cache_mb {responsiveness.CACHE_MB}, the '
+        '1-sentence text preloaded')
+    params = dict(hayakoe_params(root, speaker, args.threads), pacing=True,
+                  phrase_cache_mb=responsiveness.CACHE_MB, preload_phrases=texts[1])
+    node = NodeProcess(params, f'{ns}_cache', log_dir=log_dir, wait_ready=False)
+    client = None
+    try:
+        node.wait_until_ready()
+        client = BenchClient(node, 'bench_client_cache')
+        return responsiveness.measure_cache(client, texts[1], benchmark_sentences()[1:],
+                                            reps=args.reps)
+    finally:
+        if client is not None:
+            client.close()
+        node.stop()
 
 
 def measure_micro(args, root: Path, speaker: str, texts: dict, rate_texts: dict,
@@ -302,6 +325,7 @@ def analyse(h: dict, micro: dict, ojt: dict) -> dict:
                                 [r['ttfa_s'] for r in h['stream'][1]]),
         'generate': report.ratios([r['compute_s'] for r in h['generate'][10]],
                                   [r['compute_s'] for r in h['generate'][1]])}
+    out['responsiveness'] = responsiveness.analyse(h)
     out['cancel'] = {k: report.summary([c[k] for c in h['cancel']])
                      for k in ('latency_s', 'ack_s', 'late_chunks', 'downstream_s')}
     rss = h['rss']
@@ -372,6 +396,7 @@ def claims(a: dict) -> list:
     rows.append(['cancel sent → last chunk received (pacing on)',
                  report.fmt(c, ' ms', 1000, 1), f'≤ {TARGETS["cancel_ms"]:.0f} ms',
                  report.status(c['median'] * 1000, TARGETS['cancel_ms'], False)])
+    rows += responsiveness.claims(a['responsiveness'])
     rows += memory_report.claims(a['rss_mb'])
     if 'phoneme_rate' in a:
         pr = a['phoneme_rate']
@@ -444,6 +469,7 @@ def markdown(a: dict, results: dict) -> str:
                                                                     digits=0)],
                   ['audio published before the cancel that plays after it (stamps)',
                    fmt(c['downstream_s'], ' ms', 1000, 0)]]), '']
+    parts += responsiveness.markdown(a['responsiveness'])
     t_lo, t_hi = results['config']['threads_compared']
     parts += memory_report.markdown(a['rss_mb'], t_lo, t_hi)
     parts += ['### Thread scaling', '']

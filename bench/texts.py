@@ -27,6 +27,11 @@ def benchmark_texts() -> dict:
     return {n: ''.join(pool[:n]) for n in SIZES}
 
 
+def benchmark_sentences() -> list:
+    """Return the benchmark sentences one by one (the 10-sentence text's parts)."""
+    return list(load_texts()['benchmark'])
+
+
 def rate_sentences() -> dict:
     """Return the speaking-rate sentences by source: ``repo`` always, ``ita`` when present."""
     out = {'repo': list(load_texts()['phoneme_rate'])}
