@@ -157,7 +157,7 @@ def markdown(a: dict) -> list:
     c = a.get('cache')
     if c:
         rows = [['phrase cache', 'text published → first chunk received',
-                 "in the node (its log: text received → first chunk published)"]]
+                 'in the node (its log: text received → first chunk published)']]
         rows += [[f"{k} ({c[k]['n']} texts)", fmt(c[k], ' ms', 1000, 1),
                   fmt(c.get(f'{k}_node'), ' ms', 1000, 1)] for k in ('hit', 'miss') if k in c]
         lines += [f'A node with `phrase_cache_mb` {CACHE_MB} whose `preload_phrases` holds '
