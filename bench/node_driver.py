@@ -258,7 +258,7 @@ class BenchClient:
         t0 = time.monotonic()
         handle = _wait(self._action.send_goal_async(
             self._tts.Goal(text=text),
-            feedback_callback=lambda _fb: first or first.append(time.monotonic())), 30.0)
+            feedback_callback=_first_arrival(first)), 30.0)
         if not handle.accepted:
             raise RuntimeError('goal rejected')
         _wait(handle.get_result_async(), timeout)
@@ -296,7 +296,7 @@ class BenchClient:
         t_next = time.monotonic()
         next_future = self._action.send_goal_async(
             self._tts.Goal(text=next_text),
-            feedback_callback=lambda _fb: first or first.append(time.monotonic()))
+            feedback_callback=_first_arrival(first))
         response = _wait(cancel_future, 10.0)
         t_ack = time.monotonic()
         if len(response.goals_canceling) != 1:
@@ -309,6 +309,14 @@ class BenchClient:
             raise RuntimeError('next goal finished without audio')
         self._wait_quiet(0.3)
         return {'next_ttfa_s': first[0] - t_next, 'ack_s': t_ack - t_cancel}
+
+
+def _first_arrival(times: list):
+    """Feedback callback that records the monotonic arrival time of the first message."""
+    def callback(_feedback) -> None:
+        if not times:
+            times.append(time.monotonic())
+    return callback
 
 
 def _wait(future, timeout: float):
