@@ -134,29 +134,8 @@ def child(name: str, root: str, speaker: str, threads: int, no_torch: bool = Fal
         def speak(text: str) -> float:
             return len(spk.generate(text, **VOICE).data) / rate
     else:
-        from hayakoe_ros.engines.base import VoiceParams
-        from hayakoe_ros.engines.hayakoe_engine import HayakoeEngine
-        from hayakoe_ros.speech import SchedulerConfig, SpeechScheduler
-
         _tweak_sessions(setting.tweak)
-        uri = f'file://{root}'
-        eng = HayakoeEngine(speaker, speaker_source=uri, bert_source=uri,
-                            cache_dir=str(HAYAKOE_CACHE), num_threads=threads,
-                            allocator=setting.alloc, trim=setting.trim,
-                            optimized_models=setting.optimized)
-        eng.warmup()
-        voice = VoiceParams(style=eng.styles[0], **VOICE)
-        rate = eng.sample_rate
-
-        def speak(text: str) -> float:
-            samples = []
-            sched = SpeechScheduler(eng, lambda utt, chunk: samples.append(chunk.valid_frames),
-                                    SchedulerConfig(pacing=False))
-            try:
-                sched.submit(text, voice).wait(600.0)
-            finally:
-                sched.shutdown()
-            return sum(samples) / rate
+        speak = _engine_speaker(root, speaker, threads, setting)
     load_s = time.perf_counter() - t0
     out = {'load_s': load_s, 'rss_load': memory.vm_kib('VmRSS'),
            'hwm_load': memory.vm_kib('VmHWM')}
@@ -170,6 +149,61 @@ def child(name: str, root: str, speaker: str, threads: int, no_torch: bool = Fal
     out['hwm'] = memory.vm_kib('VmHWM')
     out['torch_imported'] = sys.modules.get('torch') is not None
     return out
+
+
+def _engine_speaker(root: str, speaker: str, threads: int, setting: Setting):
+    """Load and warm up the engine for ``setting``; return ``speak(text) -> audio s``.
+
+    ``speak`` runs the node's pipeline (speech scheduler, pacing off) on the text.
+    """
+    from hayakoe_ros.engines.base import VoiceParams
+    from hayakoe_ros.engines.hayakoe_engine import HayakoeEngine
+    from hayakoe_ros.speech import SchedulerConfig, SpeechScheduler
+
+    uri = f'file://{root}'
+    eng = HayakoeEngine(speaker, speaker_source=uri, bert_source=uri,
+                        cache_dir=str(HAYAKOE_CACHE), num_threads=threads,
+                        allocator=setting.alloc, trim=setting.trim,
+                        optimized_models=setting.optimized)
+    eng.warmup()
+    voice = VoiceParams(style=eng.styles[0], **VOICE)
+
+    def speak(text: str) -> float:
+        samples = []
+        sched = SpeechScheduler(eng, lambda utt, chunk: samples.append(chunk.valid_frames),
+                                SchedulerConfig(pacing=False))
+        try:
+            sched.submit(text, voice).wait(600.0)
+        finally:
+            sched.shutdown()
+        return sum(samples) / eng.sample_rate
+    return speak
+
+
+def speed_pair(root: str, speaker: str, threads: int, reps: int) -> dict:
+    """CPU s per audio s of plain vs optimised models, paired, in this one process.
+
+    Both engines (the node's allocator and trim) are loaded side by side; each repetition
+    speaks the 10-sentence text on both, alternating which goes first, so that the load
+    of this shared machine hits both alike. Returns the per-repetition figures and the
+    median of the paired ratios optimised / plain.
+    """
+    base = Setting('engine', memory.NODE_ALLOCATOR, True)
+    sides = {'plain': _engine_speaker(root, speaker, threads, base),
+             'optimised': _engine_speaker(root, speaker, threads,
+                                          dataclasses.replace(base, optimized=True))}
+    text = benchmark_texts()[10]
+    for speak in sides.values():
+        speak(benchmark_texts()[3])  # warm-up
+    runs: dict = {name: [] for name in sides}
+    for rep in range(reps):
+        for name in (('plain', 'optimised') if rep % 2 == 0 else ('optimised', 'plain')):
+            cpu0 = _cpu_s()
+            audio = sides[name](text)
+            runs[name].append((_cpu_s() - cpu0) / audio)
+    ratios = sorted(o / p for o, p in zip(runs['optimised'], runs['plain']))
+    return {'cpu_per_audio_s': runs, 'median_ratio': ratios[len(ratios) // 2],
+            'ratios': ratios}
 
 
 def prepare_optimized(root: Path) -> None:
@@ -210,6 +244,9 @@ def main(argv=None) -> int:
     parser.add_argument('--child', default=None, help=argparse.SUPPRESS)
     parser.add_argument('--root', default=None, help=argparse.SUPPRESS)
     parser.add_argument('--json', default=None, help='also write the figures here')
+    parser.add_argument('--speed-pair', type=int, default=0, metavar='REPS',
+                        help='instead: CPU per audio s of plain vs optimised models, '
+                        'REPS paired runs of the 10-sentence text in one process')
     parser.add_argument('--no-torch', action='store_true',
                         help='hide torch from every process (as on a Raspberry Pi)')
     parser.add_argument('--model-root', default=None,
@@ -224,6 +261,13 @@ def main(argv=None) -> int:
 
     cache = Path(os.environ.get('HAYAKOE_ROS_CACHE', REPO / '.cache')) / 'models'
     root = args.model_root or cached_model(cache, args.recipe, speaker)
+    if args.speed_pair:
+        prepare_optimized(Path(root))
+        if args.no_torch:
+            _hide_torch()
+        result = speed_pair(str(root), speaker, args.threads, args.speed_pair)
+        print(json.dumps(result, indent=1))
+        return 0
     names = args.only or list(SETTINGS)
     if any(SETTINGS[name].optimized for name in names):
         prepare_optimized(Path(root))

@@ -251,7 +251,8 @@ class OptimizedModelCache:
 def convert(source: str, target: str, level: str) -> None:
     """Optimise ``source`` at ``level`` into ``target``, then check that it loads.
 
-    Runs in the conversion process (one intra-op thread: the threads do not change the
+    Runs in the conversion process, with the node's allocator settings
+    (:data:`memory.NODE_ALLOCATOR`) and one intra-op thread (the threads do not change the
     optimised graph). Raises whatever ONNX Runtime raises.
     """
     import onnxruntime as ort
@@ -270,4 +271,7 @@ def convert(source: str, target: str, level: str) -> None:
 
 
 if __name__ == '__main__':
+    from hayakoe_ros.engines import memory
+
+    memory.configure_allocator()  # the node's settings: a lower peak here too
     convert(*sys.argv[1:4])
