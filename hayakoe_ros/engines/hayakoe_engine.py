@@ -20,7 +20,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from . import hayakoe_internals as hk
-from . import memory
+from . import memory, ort_cache
 from .base import (CancelToken, Engine, EngineLoadError, NothingToSpeakError,
                    SynthesisCanceledError, UnknownStyleError, VoiceParams)
 
@@ -75,8 +75,13 @@ class HayakoeEngine(Engine):
             loading; :data:`memory.NODE_ALLOCATOR` by default, ``AllocatorSettings()``
             keeps glibc's defaults. A no-op on other C libraries.
         trim: CPU only: return freed memory to the system (``malloc_trim``) after each
-            ONNX session is built, after warm-up and on close. Figures for both levers
-            are in BENCHMARKS.md ("Memory levers").
+            ONNX session is built, after warm-up and on close.
+        optimized_models: CPU only: load each ONNX model from a copy that ONNX Runtime
+            optimised once, in a separate process, and that is kept under
+            ``<cache_dir>/hayakoe_ros/ort-optimized`` (:mod:`.ort_cache`; about the
+            size of the model files again on disk). Same graph and output, with much less
+            memory while loading; falls back to the plain model when the copy cannot be
+            made. Figures for these levers are in BENCHMARKS.md ("Memory levers").
 
     Raises:
         EngineLoadError: the model cannot be loaded; the message names the cause.
@@ -88,7 +93,7 @@ class HayakoeEngine(Engine):
                  speaker_source: str = '', bert_source: str = '', cache_dir: str = '',
                  num_threads: int = 0, compile: bool = False,
                  allocator: memory.AllocatorSettings = memory.NODE_ALLOCATOR,
-                 trim: bool = True) -> None:
+                 trim: bool = True, optimized_models: bool = True) -> None:
         self._device = device
         self._speaker_name = speaker
         self._num_threads = int(num_threads)
@@ -119,7 +124,13 @@ class HayakoeEngine(Engine):
             hk.unload_globals()
             tts = TTS(**kwargs).load(speaker, source=_source_uri(speaker_source))
             after = memory.release_free_memory if self._trim else None
-            with hk.onnx_session_hooks(self._num_threads, after_session=after):
+            source = None
+            if optimized_models and device == 'cpu':
+                cache = ort_cache.OptimizedModelCache(
+                    os.path.join(hk.cache_dir(tts), 'hayakoe_ros', 'ort-optimized'))
+                source = cache.session_source
+            with hk.onnx_session_hooks(self._num_threads, after_session=after,
+                                       model_source=source):
                 tts.prepare(warmup=device.startswith('cuda'), compile=bool(compile))
             self._speaker = tts.speakers[speaker]
         except Exception as exc:  # hayakoe raises many types: report them all the same way

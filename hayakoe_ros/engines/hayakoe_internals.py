@@ -83,6 +83,8 @@ def check_compatible() -> None:
                  '_style2id', '_backend', '_model_dir'):
         if attr not in src:
             problems.append(f'Speaker.{attr} is no longer set in Speaker.__init__')
+    if '_cache_dir' not in inspect.getsource(tts_mod.TTS.__init__):
+        problems.append('TTS._cache_dir is no longer set in TTS.__init__')
     # onnx_session_hooks() patches what these call to build the ONNX Runtime sessions.
     for owner, attr in ((speaker_mod.Speaker, '_init_onnx_synth'),
                         (speaker_mod.Speaker, '_init_onnx_duration_predictor'),
@@ -116,7 +118,9 @@ def _terminable_run_problems(speaker_mod) -> list:
 
 @contextlib.contextmanager
 def onnx_session_hooks(num_threads: int = 0,
-                       after_session: Optional[Callable[[], object]] = None) -> Iterator[None]:
+                       after_session: Optional[Callable[[], object]] = None,
+                       model_source: Optional[Callable[[str, Any], str]] = None
+                       ) -> Iterator[None]:
     """Control every ONNX Runtime session hayakoe creates inside the block.
 
     hayakoe builds its sessions with ``ort.SessionOptions()`` and
@@ -126,10 +130,12 @@ def onnx_session_hooks(num_threads: int = 0,
     thread per physical core) and ``onnxruntime.InferenceSession`` by a subclass that calls
     ``after_session()`` once each session is built (the engine returns the session's
     load-time garbage to the system there, so the next session's load does not stack on
-    it). Both attributes are restored when the block ends, also on an exception; blocks
-    in different threads run one at a time.
+    it). ``model_source(path, options)``, when given, is asked which file to load for each
+    model hayakoe names by path (it may change ``options``: :mod:`.ort_cache` returns an
+    offline-optimised copy and turns the optimiser off). Both attributes are restored when
+    the block ends, also on an exception; blocks in different threads run one at a time.
     """
-    if num_threads <= 0 and after_session is None:
+    if num_threads <= 0 and after_session is None and model_source is None:
         yield
         return
     import onnxruntime as ort
@@ -144,11 +150,15 @@ def onnx_session_hooks(num_threads: int = 0,
                     self.intra_op_num_threads = num_threads
 
             ort.SessionOptions = _ThreadedSessionOptions
-        if after_session is not None:
+        if after_session is not None or model_source is not None:
             class _HookedSession(session_cls):  # type: ignore[misc, valid-type]
-                def __init__(self, *args, **kwargs):
-                    super().__init__(*args, **kwargs)
-                    after_session()
+                def __init__(self, model, sess_options=None, *args, **kwargs):
+                    if model_source is not None and sess_options is not None and \
+                            isinstance(model, (str, os.PathLike)):
+                        model = model_source(os.fspath(model), sess_options)
+                    super().__init__(model, sess_options, *args, **kwargs)
+                    if after_session is not None:
+                        after_session()
 
             ort.InferenceSession = _HookedSession
         try:
@@ -235,6 +245,14 @@ def model_files(tts, speaker) -> list:
         except OSError:
             continue
     return sorted(found)
+
+
+def cache_dir(tts) -> str:
+    """Return the download cache root of hayakoe's ``tts``, whether or not it exists yet.
+
+    That is its ``cache_dir``, else ``$HAYAKOE_CACHE``, else ``./hayakoe_cache``.
+    """
+    return os.fspath(tts._cache_dir)
 
 
 def _params(voice: VoiceParams):

@@ -158,8 +158,9 @@ _SPECS = (
                   Apply.RELOAD),
     ParameterSpec('bert_source', '', "URI of the shared BERT and tokenizer; empty = "
                   "hayakoe's repo.", Apply.RELOAD),
-    ParameterSpec('cache_dir', '', 'hayakoe download cache; empty = $HAYAKOE_CACHE or '
-                  './hayakoe_cache.', Apply.RELOAD),
+    ParameterSpec('cache_dir', '', 'hayakoe download cache, also holding the ONNX models '
+                  'optimised once for this machine (hayakoe_ros/ort-optimized); empty = '
+                  '$HAYAKOE_CACHE or ./hayakoe_cache.', Apply.RELOAD),
     ParameterSpec('num_threads', 0, 'ONNX Runtime intra-op threads per session (0 = runtime '
                   'default, one per core). On a Pi 4B leave a core to the rest of the '
                   'robot: 3.', Apply.RELOAD, range=(0, 256)),
