@@ -58,7 +58,8 @@ import numpy as np
 from ..engines.base import CancelToken, Engine, VoiceParams
 from .audio import Chunker
 from .pacing import Pacer, Waiter, event_wait
-from .synthesis import EndOfUtterance, SegmentPCM, synthesize_utterance
+from .gapless import RateEstimator
+from .synthesis import EndOfUtterance, Pacing, SegmentPCM, synthesize_utterance
 from .pipeline import prepare
 from .text import InputError
 from .utterance import (AudioChunk, CancelReason, Outcome, QueueFullError, QueuePolicy,
@@ -75,6 +76,9 @@ _LOG = logging.getLogger(__name__)
 IDLE_POLL_S = 0.2
 #: Poll period of a hand-over to a full playback queue (s, real time).
 _PUT_POLL_S = 0.05
+#: Hand-overs (segments, pauses) the synthesis thread may be ahead of the publisher: enough
+#: for it to go on synthesising through a gapless start delay (issue 13).
+PLAY_QUEUE_ITEMS = 64
 
 
 @dataclasses.dataclass
@@ -127,7 +131,9 @@ class SpeechScheduler:
         self._finish_lock = threading.Lock()
         self._speaking_lock = threading.Lock()
         self._speaking = False
-        self._play_q: queue.Queue = queue.Queue(maxsize=3)
+        self._play_q: queue.Queue = queue.Queue(maxsize=PLAY_QUEUE_ITEMS)
+        #: Real-time factor estimates per engine and voice (:mod:`.gapless`).
+        self.rates = RateEstimator()
         self._closing = False
         #: Why the scheduler stopped working (an internal thread died); None while healthy.
         self.failure: Optional[str] = None
@@ -180,7 +186,8 @@ class SpeechScheduler:
         """
         cfg = self.config
         # Front end (SSML, numbers, URLs, user dictionary...) then segmenting: pipeline.py.
-        cleaned, segments = prepare(text, cfg.max_chars, cfg.max_segment_chars)
+        cleaned, segments = prepare(text, cfg.max_chars, cfg.max_segment_chars,
+                                    cfg.first_segment_morae)
         if not segments:
             raise InputError('nothing_speakable', f'nothing speakable in {cleaned!r}')
         self._engine.check_voice(voice)
@@ -286,7 +293,7 @@ class SpeechScheduler:
             utt._token.cancel()
             utt._token = CancelToken()
             utt.pauses = []
-            utt.synth_seconds = 0.0
+            utt.synth_seconds = utt.start_delay_s = 0.0
             self._in_flight.remove(utt)
             self._waiting.appendleft(utt)
         return current
@@ -373,8 +380,10 @@ class SpeechScheduler:
                 utt = self._waiting.popleft()
                 attempt, token = utt._attempt, utt._token
                 self._in_flight.append(utt)
-            synthesize_utterance(self._engine, utt, attempt, token,
-                                 self.config.volume * utt.volume, self._put, self._clock)
+            cfg = self.config
+            synthesize_utterance(self._engine, utt, attempt, token, cfg.volume * utt.volume,
+                                 self._put, self._clock,
+                                 Pacing(self.rates, cfg.gapless and cfg.pacing))
 
     # ------------------------------------------------------------------ publisher thread
     def _publish_loop(self) -> None:
@@ -402,6 +411,9 @@ class SpeechScheduler:
                 self._play(track, item)
 
     def _play(self, track: _Track, item: SegmentPCM) -> None:
+        wait = item.not_before - self._clock()  # a gapless start delay (or a simulation)
+        if wait > 0 and self._waiter(track.utt._halt, wait):
+            return
         for samples in track.chunker.add(item.pcm):
             if not self._emit(track, samples, len(samples)):
                 return
@@ -418,6 +430,7 @@ class SpeechScheduler:
         play = track.pacer.release(track.position, utt._halt)
         if play is None:
             return False
+        utt.underruns = track.pacer.underruns
         error = ''
         with self._pub_lock:
             if utt.canceled or utt.done:
