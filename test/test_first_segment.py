@@ -36,22 +36,27 @@ def _morae(text: str) -> int:
 # ------------------------------------------------------------------ segmenting
 @pytest.mark.parametrize('morae', [4, 8, 12])
 def test_first_segment_ends_at_the_first_boundary_after_n_morae(morae):
+    half = (morae + 1) // 2
     for text in utterances('long_clause') + [PLAIN]:
         segs = segment(text, 60, SegmentRamp(60, morae))
         first = segs[0].text
-        assert _morae(first) >= morae
+        clause = first.endswith('、')
+        assert segs[0].boundary is (Boundary.CLAUSE if clause else Boundary.WORD)
+        # At least n morae before a word cut, half as many before a clause mark...
+        assert _morae(first) >= (half if clause else morae)
         assert ''.join(s.text for s in segs) == text
-        # The first boundary after n morae: no earlier clause mark or accent phrase would do.
-        earlier = [c for c, accent in word_boundaries(first) if accent] + [
-            i + 1 for i, ch in enumerate(first[:-1]) if ch == '、']
-        assert all(_morae(first[:c]) < morae for c in earlier), (first, earlier)
-        expected = Boundary.CLAUSE if first.endswith('、') else Boundary.WORD
-        assert segs[0].boundary is expected
+        # ... and no earlier accent phrase or clause mark would have done.
+        phrases = [c for c, accent in word_boundaries(first) if accent]
+        marks = [i + 1 for i, ch in enumerate(first[:-1]) if ch == '、']
+        assert all(_morae(first[:c]) < morae for c in phrases), (first, phrases)
+        assert all(_morae(first[:c]) < half for c in marks), (first, marks)
 
 
 def test_known_first_segments():
     clause, plain = utterances('long_clause')[0], PLAIN
     assert segment(clause, 60, SegmentRamp(60, 8))[0].text == '明日の午前中は、'
+    # ホンジツワ: 5 morae, a clause mark after at least half of 8.
+    assert segment(utterances('long_clause')[1], 60, SegmentRamp(60, 8))[0].text == '本日は、'
     assert segment(plain, 60, SegmentRamp(60, 8))[0].text == '明日の午前中は'
     bench = ''.join(load_texts()['benchmark'][:3])
     assert [s.text for s in segment(bench, 60, SegmentRamp(60, 8))][:3] == [

@@ -203,10 +203,10 @@ _SPECS = (
                   range=(4, 400)),
     # --- short first segment and gapless starts (live; issue 13) ---
     ParameterSpec('first_segment_morae', FIRST_SEGMENT_MORAE, "An utterance's first segment "
-                  'ends at the first clause or accent-phrase boundary after this many morae '
-                  '(when that at least halves it); each later segment may be as long as all '
-                  'before it, up to max_segment_chars. 0 = off (first segment as long as '
-                  'the others).', range=(0, 200)),
+                  'ends at the first clause mark after half this many morae, or accent-phrase '
+                  'boundary after this many (when that at least halves it); each later '
+                  'segment may be as long as all before it, up to max_segment_chars. 0 = '
+                  'off (first segment as long as the others).', range=(0, 200)),
     ParameterSpec('gapless', True, 'Delay the start of an utterance just enough that, at '
                   'the measured real-time factor (per engine and voice), no segment boundary '
                   'underruns (with pacing only; the delay is in the log and /diagnostics). '

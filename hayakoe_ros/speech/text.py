@@ -11,7 +11,8 @@ front-end reading (see :mod:`.frontend`'s no-cut marks). hayakoe's own splitter 
 at 。！？!? and newlines.
 
 With a :class:`SegmentRamp` whose ``first_morae`` is set (issue 13), an utterance's first
-segment ends at the first clause or accent-phrase boundary after that many morae, and
+segment ends at the first clause boundary after half that many morae or accent-phrase
+boundary after that many (:func:`first_cut`), and
 each later segment may be at most as long as all the segments before it together (a
 doubling ramp), up to ``max_segment_chars``: a segment is then synthesised while the audio
 before it plays, for an engine up to twice as fast as real time.
@@ -100,8 +101,8 @@ class SegmentRamp:
     Args:
         max_chars: ``max_segment_chars``: the bound once the ramp has grown (>= 1).
         first_morae: 0 = no ramp (every segment up to ``max_chars``, as before). Else the
-            first segment ends at the first clause or accent-phrase boundary after this
-            many morae (:func:`first_cut`), and each next segment may hold at most as many
+            first segment ends at the first clause boundary after half this many morae or
+            accent-phrase boundary after this many (:func:`first_cut`), and each next segment may hold at most as many
             characters as all the segments before it (never fewer than ``first_morae``),
             up to ``max_chars``; the last piece of a sentence may exceed that bound by
             half (:meth:`slack`) rather than leave a fragment such as ``します。``.
@@ -321,11 +322,13 @@ def _njd_cuts(text: str) -> tuple:
 def first_cut(sentence: str, min_morae: int) -> Optional[tuple]:
     """Where an utterance's first segment ends in its first sentence (issue 13).
 
-    The first clause boundary (after 、，；: and closing quotes, before opening quotes) or
-    accent-phrase boundary (:func:`word_boundaries`) with at least ``min_morae`` morae
-    (Open JTalk's NJD ``mora_size``) before it, outside any no-cut span; only when the
-    rest of the sentence holds at least as many morae (the cut at least halves the first
-    synthesis) and something speakable.
+    The first clause boundary (after 、，；: and closing quotes, before opening quotes) with
+    at least half of ``min_morae`` morae (Open JTalk's NJD ``mora_size``) before it, or
+    accent-phrase boundary (:func:`word_boundaries`) with at least ``min_morae``, whichever
+    comes first, outside any no-cut span: a clause mark a little early is preferred to a
+    word cut, because its pause is predicted and its prosody is the sentence's own. Only
+    when the rest of the sentence holds at least as many morae (the cut at least halves
+    the first synthesis) and something speakable.
 
     Args:
         sentence: One sentence, which may hold the front end's no-cut marks.
@@ -342,7 +345,7 @@ def first_cut(sentence: str, min_morae: int) -> Optional[tuple]:
         if any(a < cut < b for a, b in spans):
             continue
         before = next((m for start, m in starts if start >= cut), total)
-        if before < min_morae:
+        if before < (min_morae + 1) // 2 or (before < min_morae and cut not in clause_cuts):
             continue
         if total - before < before or not SPEAKABLE_RE.search(text[cut:]):
             return None
