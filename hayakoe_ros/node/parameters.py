@@ -23,6 +23,7 @@ from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescr
 from ..engines import VoiceParams
 from ..speech import QueuePolicy, SchedulerConfig
 from ..speech.phrase_cache import MAX_CACHE_MB
+from ..speech.text import FIRST_SEGMENT_MORAE
 
 Value = Union[bool, int, float, str]
 
@@ -57,10 +58,6 @@ VOLUME_RANGE = (0.0, 4.0)
 
 #: Upper bound of ``max_queue``.
 MAX_QUEUE_LIMIT = 1000
-
-#: Default ``first_segment_morae`` (issue 13; chosen from bench/first_segment.py, see
-#: BENCHMARKS.md "Short first segment").
-FIRST_SEGMENT_MORAE = 8
 
 _TYPES = {bool: ('bool', ParameterType.PARAMETER_BOOL),
           int: ('int', ParameterType.PARAMETER_INTEGER),

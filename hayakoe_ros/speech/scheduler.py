@@ -7,9 +7,11 @@ Two threads per scheduler:
 * the **synthesis thread** (``tts-synthesis``) takes utterances in order, synthesises them
   segment by segment (sentence, or clause of a long sentence), predicts each boundary's
   pause from the pair of adjacent segments, applies the voice's gain and limiter, and
-  hands each segment's PCM on;
+  hands each segment's PCM on (:mod:`.synthesis`; with ``gapless``, the first hand-over
+  carries the start delay of :mod:`.gapless`);
 * the **publisher thread** (``tts-publisher``) cuts the PCM into fixed-size chunks and
-  releases them at playback rate, at most ``max_lead_s`` ahead of the playback clock.
+  releases them at playback rate, at most ``max_lead_s`` ahead of the playback clock
+  (:class:`.track.Track`).
 
 So segment k+1 is synthesised while segment k is being published, time to first audio is
 one segment's synthesis whatever the text length, and a cancel withholds everything not
@@ -56,12 +58,12 @@ from typing import Callable, Optional
 import numpy as np
 
 from ..engines.base import CancelToken, Engine, VoiceParams
-from .audio import Chunker
-from .pacing import Pacer, Waiter, event_wait
+from .pacing import Waiter, event_wait
 from .gapless import RateEstimator
-from .synthesis import EndOfUtterance, Pacing, SegmentPCM, synthesize_utterance
+from .synthesis import EndOfUtterance, Pacing, synthesize_utterance
 from .pipeline import prepare
 from .text import InputError
+from .track import Track
 from .utterance import (AudioChunk, CancelReason, Outcome, QueueFullError, QueuePolicy,
                         SchedulerClosedError, SchedulerConfig, SchedulerFailedError,
                         Utterance)
@@ -79,18 +81,6 @@ _PUT_POLL_S = 0.05
 #: Hand-overs (segments, pauses) the synthesis thread may be ahead of the publisher: enough
 #: for it to go on synthesising through a gapless start delay (issue 13).
 PLAY_QUEUE_ITEMS = 64
-
-
-@dataclasses.dataclass
-class _Track:
-    """Publishing state of one attempt at one utterance."""
-
-    utt: Utterance
-    attempt: int
-    chunker: Chunker
-    pacer: Pacer
-    position: int = 0
-    index: int = 0
 
 
 _CLOSE = object()
@@ -387,7 +377,7 @@ class SpeechScheduler:
 
     # ------------------------------------------------------------------ publisher thread
     def _publish_loop(self) -> None:
-        track: Optional[_Track] = None
+        track: Optional[Track] = None
         while True:
             try:
                 item = self._play_q.get(timeout=IDLE_POLL_S)
@@ -401,30 +391,13 @@ class SpeechScheduler:
             if utt.done or item.attempt != utt._attempt:
                 continue
             if track is None or track.utt is not utt or track.attempt != item.attempt:
-                cfg = self.config
-                track = _Track(utt, item.attempt, Chunker(cfg.chunk_frames),
-                               Pacer(utt.sample_rate, cfg.max_lead_s, cfg.pacing,
-                                     self._clock, self._waiter))
+                track = Track(utt, item.attempt, self.config, self._clock, self._waiter)
             if isinstance(item, EndOfUtterance):
                 self._finish(utt, Outcome.ABORTED, item.error)
-            else:
-                self._play(track, item)
+            elif track.play(item, self._emit):
+                self._finish(utt, Outcome.SUCCEEDED)
 
-    def _play(self, track: _Track, item: SegmentPCM) -> None:
-        wait = item.not_before - self._clock()  # a gapless start delay (or a simulation)
-        if wait > 0 and self._waiter(track.utt._halt, wait):
-            return
-        for samples in track.chunker.add(item.pcm):
-            if not self._emit(track, samples, len(samples)):
-                return
-        if item.last:
-            tail = track.chunker.flush()
-            if tail is not None and not self._emit(track, tail[0], tail[1]):
-                return
-            if track.pacer.wait_until(track.position, track.utt._halt):
-                self._finish(track.utt, Outcome.SUCCEEDED)
-
-    def _emit(self, track: _Track, samples: np.ndarray, valid: int) -> bool:
+    def _emit(self, track: Track, samples: np.ndarray, valid: int) -> bool:
         """Release one chunk at its time and hand it to the sink; False if dropped."""
         utt = track.utt
         play = track.pacer.release(track.position, utt._halt)

@@ -95,6 +95,11 @@ class Segment:
     rate: float = 1.0
 
 
+#: The node's default ``first_segment_morae`` (issue 13): chosen from measurements on the
+#: full-size model (bench/first_segment.py; BENCHMARKS.md "Short first segment").
+FIRST_SEGMENT_MORAE = 8
+
+
 class SegmentRamp:
     """The length bound of each next segment of one utterance (issue 13).
 
