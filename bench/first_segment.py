@@ -69,6 +69,7 @@ class Raw:
         self.call_ready()
 
     def call_ready(self) -> None:
+        """Wait for the worker's ``ready`` line (raise if it died)."""
         assert self.proc.stdout is not None
         if not json.loads(self.proc.stdout.readline() or '{}').get('ready'):
             raise RuntimeError('raw worker failed to start')

@@ -52,6 +52,7 @@ class Sink:
         self.chunks: list = []
 
     def __call__(self, utt, chunk) -> None:
+        """The scheduler's sink: note the chunk's playback time, frames and rate."""
         with self.lock:
             self.chunks.append((chunk.play_time, len(chunk.samples), chunk.sample_rate))
 

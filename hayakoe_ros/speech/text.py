@@ -107,10 +107,11 @@ class SegmentRamp:
         max_chars: ``max_segment_chars``: the bound once the ramp has grown (>= 1).
         first_morae: 0 = no ramp (every segment up to ``max_chars``, as before). Else the
             first segment ends at the first clause boundary after half this many morae or
-            accent-phrase boundary after this many (:func:`first_cut`), and each next segment may hold at most as many
-            characters as all the segments before it (never fewer than ``first_morae``),
-            up to ``max_chars``; the last piece of a sentence may exceed that bound by
-            half (:meth:`slack`) rather than leave a fragment such as ``します。``.
+            accent-phrase boundary after this many (:func:`first_cut`), and each next
+            segment may hold at most as many characters as all the segments before it
+            (never fewer than ``first_morae``), up to ``max_chars``; the last piece of a
+            sentence may exceed that bound by half (:meth:`slack`) rather than leave a
+            fragment such as ``します。``.
 
     Attributes:
         spoken: Characters (no-cut marks not counted) of the segments cut so far.
