@@ -84,7 +84,8 @@ class RateEstimator:
 
         Args:
             key: Engine and voice (e.g. ``hayakoe/jvnv-F1-jp``).
-            synth_s: Seconds the engine took (synthesis and the pause prediction after it).
+            synth_s: Seconds the engine took for it: the pause prediction before it (the
+                synthesis thread's time between two segments) and its synthesis.
             audio_s: Seconds of audio it produced (> 0; otherwise ignored).
             chars: Its speakable characters.
             length_scale: The voice's length scale (2 = twice as long) it was spoken with.

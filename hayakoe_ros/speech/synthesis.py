@@ -131,6 +131,7 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, token: Ca
     joiner = Joiner(sr)
     smooth_before = False
     key = f'{engine.name}/{engine.voice}'
+    pause_s = 0.0  # the pause prediction before a segment is part of what it costs
     for k, seg in enumerate(segments):
         if utt.canceled or utt._attempt != attempt:
             return
@@ -166,6 +167,10 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, token: Ca
                    spent)
         if spoke:
             produced += 1
+            if not cached:
+                pacing.rates.update(key, spent + pause_s, audio.size / sr,
+                                    speakable_chars(seg.text), voice.length_scale)
+        pause_s = 0.0
         if last and not produced:
             put(EndOfUtterance(utt, attempt, 'nothing_speakable: no segment of the text '
                                              'produced any phoneme'), utt, attempt)
@@ -173,7 +178,7 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, token: Ca
         ready = clock()
         not_before = ready
         if k == 0 and pacing.gapless and not last:
-            utt.start_delay_s = _start_delay(pacing.rates.estimate(key), engine, utt, spent,
+            utt.start_delay_s = _start_delay(pacing.rates.estimate(key), engine, utt,
                                              audio.size / sr)
             not_before = ready + utt.start_delay_s
         # Hand the segment over first: it plays while the pause is being predicted.
@@ -191,8 +196,8 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, token: Ca
                 return
             utt.pauses.append(target)
             gap = max(0.0, target - trailing_silence_s(audio, sr))
-            spent += clock() - t1
-            utt.synth_seconds += clock() - t1
+            pause_s = clock() - t1
+            utt.synth_seconds += pause_s
             _LOG.debug('utterance %d: pause after segment %d/%d: %.3f s (%.3f s of silence '
                        'added)', utt.id, k + 1, total, target, gap)
             silence = np.zeros(int(round(gap * sr)), np.int16)
@@ -200,24 +205,17 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, token: Ca
                 return
         elif not last:
             utt.pauses.append(0.0)  # a smooth join, or nothing spoken before it
-        if spoke and not cached:
-            pacing.rates.update(key, spent, audio.size / sr, speakable_chars(seg.text),
-                                voice.length_scale)
 
 
 def _start_delay(estimate: Optional[RateEstimate], engine: Engine, utt: Utterance,
-                 first_synth_s: float, first_audio_s: float) -> float:
+                 first_audio_s: float) -> float:
     """The gapless start delay of ``utt`` (s), planned when its first segment is ready.
 
-    Before any estimate for this engine and voice exists, the first segment's own rate
-    stands in for it.
+    ``estimate`` already counts the first segment (unless the phrase cache held it); with
+    no estimate at all (a cached first segment on a fresh node) the delay is 0.
     """
     if estimate is None:
-        chars = speakable_chars(utt.segments[0].text)
-        if first_audio_s <= 0 or chars == 0:
-            return 0.0
-        estimate = RateEstimate(first_synth_s / first_audio_s,
-                                first_audio_s / chars / utt.voice.length_scale, 0)
+        return 0.0
     cached = [engine.is_cached(s.text, segment_voice(utt.voice, s)) for s in utt.segments]
     delay = plan_start_delay(utt.segments, first_audio_s, estimate,
                              utt.voice.length_scale, cached)
