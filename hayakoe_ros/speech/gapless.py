@@ -10,8 +10,10 @@ the audio before it has played (issue 13):
 * :class:`RateEstimator` keeps, per engine and voice, exponentially weighted means of the
   synthesis seconds per audio second (the real-time factor, RTF) and of the audio seconds
   per speakable character (at length scale 1), updated from every synthesised segment;
-* :func:`plan_start_delay` takes the utterance's segments, the measured first segment and
-  the estimate, and returns the delay.
+* :func:`plan_start_delay` takes the utterance's segments, the audio already synthesised
+  and the estimate, and returns the delay. The synthesis thread plans when the first
+  segment is ready and plans again after each later one while playback has not started,
+  with what it has measured meanwhile (the start may move earlier or later).
 
 Playback of segment k (k >= 2) starts ``delay`` + the audio and pauses before it after the
 first segment is ready; segment k is ready after the synthesis of segments 2..k. So
@@ -118,29 +120,32 @@ def speakable_chars(text: str) -> int:
     return len(SPEAKABLE_RE.findall(text))
 
 
-def plan_start_delay(segments: Sequence[Segment], first_audio_s: float,
+def plan_start_delay(segments: Sequence[Segment], ready: int, ahead_s: float,
                      estimate: Optional[RateEstimate], length_scale: float = 1.0,
                      cached: Sequence[bool] = ()) -> float:
-    """The start delay (s) that lets every segment be ready when its turn to play comes.
+    """How long after now playback may start so that every later segment is ready in time.
 
     Args:
-        segments: The utterance's segments, the first one synthesised already.
-        first_audio_s: Seconds of audio of the first segment (as it will be played).
+        segments: The utterance's segments.
+        ready: Index of the last segment synthesised (0: the first, just now).
+        ahead_s: Seconds of audio and pauses of ``segments[:ready + 1]`` (as they will be
+            played; the pause after ``segments[ready]`` not included).
         estimate: The engine's and voice's rate; None (nothing measured yet): 0.
         length_scale: The utterance's length scale (a segment's SSML rate divides it).
         cached: Per segment, whether the phrase cache holds it (no synthesis time).
 
     Returns:
-        Seconds >= 0 (see the module docstring for the formula).
+        Seconds >= 0: with ``ready`` 0, the start delay of the module docstring's formula;
+        later, the same over the segments still to synthesise.
     """
-    if estimate is None or len(segments) < 2:
+    if estimate is None:
         return 0.0
     delay = 0.0
-    synth = 0.0    # synthesis of segments 2..k
-    ahead = first_audio_s  # audio and pauses of segments 1..k-1
-    for k in range(1, len(segments)):
-        prev, seg = segments[k - 1], segments[k]
-        ahead += _pause_after(prev)
+    synth = 0.0       # synthesis of segments ready+1 .. k
+    ahead = ahead_s   # audio and pauses before segment k
+    for k in range(ready + 1, len(segments)):
+        seg = segments[k]
+        ahead += _pause_after(segments[k - 1])
         audio = speakable_chars(seg.text) * estimate.seconds_per_char * length_scale / seg.rate
         if not (k < len(cached) and cached[k]):
             synth += estimate.rtf * audio * SAFETY

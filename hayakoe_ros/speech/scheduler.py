@@ -283,7 +283,7 @@ class SpeechScheduler:
             utt._token.cancel()
             utt._token = CancelToken()
             utt.pauses = []
-            utt.synth_seconds = utt.start_delay_s = 0.0
+            utt.synth_seconds = utt.start_delay_s = utt.start_at = 0.0
             self._in_flight.remove(utt)
             self._waiting.appendleft(utt)
         return current

@@ -7,6 +7,12 @@ boundary's pause from the pair of adjacent segments and hands the PCM on, segmen
 segment, through a ``put`` callable, so that playback starts after the first segment.
 An engine error aborts the utterance (an :class:`EndOfUtterance` with the reason); any
 other exception propagates (a bug: the scheduler's thread guard handles it).
+
+Joins inside speech (a word cut) get no pause and are smoothed by :class:`.joins.Joiner`;
+every segment updates the :class:`.gapless.RateEstimator`, and with ``gapless`` the
+utterance's start (``Utterance.start_at``) is planned by :func:`.gapless.plan_start_delay`
+when its first segment is ready, and planned again after each later segment until
+playback has started.
 """
 
 from __future__ import annotations
@@ -35,10 +41,9 @@ SENTENCE_PAUSE_FLOOR_S = 0.08
 class SegmentPCM:
     """PCM for the publisher: int16 ``(samples,)`` mono; ``last`` ends the utterance.
 
-    ``not_before``: clock time (s) before which none of it is released: the hand-over
-    time (with a real clock always past when the publisher takes it; with simulated
-    per-thread clocks it orders the publisher after the synthesis), or for an
-    utterance's first segment under ``gapless``, that plus the start delay.
+    ``not_before``: clock time (s) of the hand-over, before which none of it is released
+    (with a real clock always past when the publisher takes it; with simulated per-thread
+    clocks it orders the publisher after the synthesis).
     """
 
     utt: Utterance
@@ -110,8 +115,8 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, token: Ca
 
     Args:
         engine: The engine (called from this thread only).
-        utt: The utterance; its ``sample_rate``, ``pauses``, ``synth_seconds`` and
-            ``start_delay_s`` are filled in.
+        utt: The utterance; its ``sample_rate``, ``pauses``, ``synth_seconds``,
+            ``start_at`` and ``start_delay_s`` are filled in.
         attempt: Attempt number; a hand-over for an older attempt is refused by ``put``.
         token: The attempt's cancel token: canceling it aborts the engine call in flight
             (:meth:`Engine.cancellable`) and ends this function.
@@ -132,6 +137,8 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, token: Ca
     smooth_before = False
     key = f'{engine.name}/{engine.voice}'
     pause_s = 0.0  # the pause prediction before a segment is part of what it costs
+    handed = 0     # samples handed over (segments and pauses)
+    first_ready = 0.0
     for k, seg in enumerate(segments):
         if utt.canceled or utt._attempt != attempt:
             return
@@ -176,13 +183,15 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, token: Ca
                                              'produced any phoneme'), utt, attempt)
             return
         ready = clock()
-        not_before = ready
-        if k == 0 and pacing.gapless and not last:
-            utt.start_delay_s = _start_delay(pacing.rates.estimate(key), engine, utt,
-                                             audio.size / sr)
-            not_before = ready + utt.start_delay_s
+        handed += pcm.size
+        if k == 0:
+            first_ready = utt.start_at = ready
+        if pacing.gapless and not last and utt.first_audio_at is None \
+                and (k == 0 or utt.start_at > ready):
+            _plan_start(pacing.rates.estimate(key), engine, utt, k, handed / sr, ready,
+                        first_ready)
         # Hand the segment over first: it plays while the pause is being predicted.
-        if not put(SegmentPCM(utt, attempt, pcm, last, not_before), utt, attempt):
+        if not put(SegmentPCM(utt, attempt, pcm, last, ready), utt, attempt):
             return
         if not last and spoke and not smooth_after:
             t1 = clock()
@@ -201,24 +210,28 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, token: Ca
             _LOG.debug('utterance %d: pause after segment %d/%d: %.3f s (%.3f s of silence '
                        'added)', utt.id, k + 1, total, target, gap)
             silence = np.zeros(int(round(gap * sr)), np.int16)
+            handed += silence.size
             if not put(SegmentPCM(utt, attempt, silence, False, clock()), utt, attempt):
                 return
         elif not last:
             utt.pauses.append(0.0)  # a smooth join, or nothing spoken before it
 
 
-def _start_delay(estimate: Optional[RateEstimate], engine: Engine, utt: Utterance,
-                 first_audio_s: float) -> float:
-    """The gapless start delay of ``utt`` (s), planned when its first segment is ready.
+def _plan_start(estimate: Optional[RateEstimate], engine: Engine, utt: Utterance, ready: int,
+                ahead_s: float, now: float, first_ready: float) -> None:
+    """Set ``utt.start_at`` and ``utt.start_delay_s`` (gapless) after segment ``ready``.
 
-    ``estimate`` already counts the first segment (unless the phrase cache held it); with
-    no estimate at all (a cached first segment on a fresh node) the delay is 0.
+    Planned when the first segment is ready and again after each later one while playback
+    has not started: the estimate then counts what was measured meanwhile, so the start
+    moves earlier or later. With no estimate at all (the first segment came from the
+    phrase cache on a fresh node) playback starts at once.
     """
-    if estimate is None:
-        return 0.0
     cached = [engine.is_cached(s.text, segment_voice(utt.voice, s)) for s in utt.segments]
-    delay = plan_start_delay(utt.segments, first_audio_s, estimate,
-                             utt.voice.length_scale, cached)
-    _LOG.debug('utterance %d: gapless start delay %.3f s (RTF %.2f, %.3f s audio per '
-               'character)', utt.id, delay, estimate.rtf, estimate.seconds_per_char)
-    return delay
+    delay = plan_start_delay(utt.segments, ready, ahead_s, estimate, utt.voice.length_scale,
+                             cached)
+    utt.start_at = now + delay
+    utt.start_delay_s = utt.start_at - first_ready
+    if estimate is not None:
+        _LOG.debug('utterance %d: gapless start %.3f s after its first segment (planned '
+                   'after segment %d; RTF %.2f, %.3f s audio per character)', utt.id,
+                   utt.start_delay_s, ready + 1, estimate.rtf, estimate.seconds_per_char)

@@ -10,7 +10,7 @@ releases it at its playback time and hands it to the sink). No ROS imports.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -18,6 +18,10 @@ from .audio import Chunker
 from .pacing import Pacer, Waiter
 from .synthesis import SegmentPCM
 from .utterance import SchedulerConfig, Utterance
+
+#: While an utterance's start is delayed (gapless), how often the publisher looks at
+#: ``Utterance.start_at`` again: the synthesis thread may move it (s, clock time).
+START_POLL_S = 0.1
 
 
 class Track:
@@ -44,19 +48,30 @@ class Track:
         self._waiter = waiter
         self.position = 0
         self.index = 0
+        self._first_ready: Optional[float] = None
 
     def play(self, item: SegmentPCM,
              emit: Callable[['Track', np.ndarray, int], bool]) -> bool:
         """Publish one hand-over; True once the utterance's last sample has played.
 
-        Nothing of ``item`` goes out before its ``not_before`` (a gapless start delay).
-        ``emit(track, samples, valid_frames)`` releases one chunk; it returns False when
-        the chunk was dropped (canceled), which ends this call (False).
+        Nothing of ``item`` goes out before its ``not_before``, and nothing of the
+        utterance before its ``start_at`` (a gapless start delay, which the synthesis
+        thread may move while it lasts). ``emit(track, samples, valid_frames)`` releases
+        one chunk; it returns False when the chunk was dropped (canceled), which ends this
+        call (False).
         """
         halt = self.utt._halt
         wait = item.not_before - self._clock()
         if wait > 0 and self._waiter(halt, wait):
             return False
+        if self.index == 0 and self.position == 0:  # before the first chunk
+            if self._first_ready is None:
+                self._first_ready = item.not_before
+            while (wait := self.utt.start_at - self._clock()) > 0:
+                if self._waiter(halt, min(wait, START_POLL_S)):
+                    return False
+            # The delay that took effect (the synthesis thread may have moved it).
+            self.utt.start_delay_s = max(0.0, self.utt.start_at - self._first_ready)
         for samples in self.chunker.add(item.pcm):
             if not emit(self, samples, len(samples)):
                 return False

@@ -149,7 +149,10 @@ class Utterance:
         audio_samples: Samples of real audio published (padding excluded).
         sample_rate: Hz of the published audio (0 until synthesis starts).
         synth_seconds: Scheduler-clock seconds spent in the engine (synthesis and pauses).
-        start_delay_s: The gapless start delay chosen for it (s; 0 without ``gapless``).
+        start_at: Scheduler-clock time before which its first chunk is not released
+            (``gapless``; set by the synthesis thread, 0 until its first segment is ready).
+        start_delay_s: The gapless start delay chosen for it (s; 0 without ``gapless``):
+            ``start_at`` minus the time its first segment was ready.
         underruns: Times its playback ran dry before the next chunk (pacing on).
     """
 
@@ -173,6 +176,7 @@ class Utterance:
         self.audio_samples = 0
         self.sample_rate = 0
         self.synth_seconds = 0.0
+        self.start_at = 0.0
         self.start_delay_s = 0.0
         self.underruns = 0
         self._on_done = on_done
