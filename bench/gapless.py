@@ -3,7 +3,7 @@
 """Gapless starts (issue 13 d): underruns and TTFA with ``gapless`` off and on, no ROS.
 
 ``python bench/gapless.py [--recipe full] [--threads 1] [--reps 2] [--sizes 3 10]
-[--morae N] [--json FILE] [--markdown FILE]``
+[--morae N] [--slowdown S] [--json FILE] [--markdown FILE]``
 
 The node's speech pipeline (the speech scheduler on hayakoe_ros' engine, pacing on, real
 time, ``first_segment_morae`` as the node's default) speaks the benchmark's 3- and
@@ -11,15 +11,24 @@ time, ``first_segment_morae`` as the node's default) speaks the benchmark's 3- a
 kept across repetitions (its rate estimate carries over, as in the node), the two settings
 alternating. The sink plays nothing: it reads each chunk's playback time, so the figures
 are what a player that follows the stamps would do. With ``num_threads`` 1 the full-size
-model is slower than real time on this machine, as hayakoe is on a Raspberry Pi 4B.
+model is slower than real time on this machine while other jobs load it (and about as
+fast as real time when they do not; see ``--slowdown``).
 
 Per utterance: underruns (times playback ran dry, the scheduler's count), silence they
 added (sum of the gaps between consecutive chunks' playback times beyond a chunk), TTFA
 (submit to first chunk), the start delay chosen, the RTF (synthesis s / audio s) and the
 estimate after it. Printed as a Markdown table (medians, min-max), written with
-``--json`` / ``--markdown``. ROS adds nothing to these figures: pacing and the planning
-run in the speech layer; a full ROS run of 10 sentences at 1 thread would take minutes
-per utterance for the same numbers.
+``--json`` / ``--markdown``.
+
+``--slowdown S`` simulates a board S times slower: the scheduler's clock (and so its
+playback clock, its pacing waits and its synthesis timings) runs S times faster than real
+time, so the engine's every second counts as S; all figures are then simulated seconds.
+On this machine the full-size model at one thread is 0.75-0.9 x real time when the other
+jobs leave it the cores; S = 4 puts it at about a Raspberry Pi 4B's 3 x.
+
+ROS adds nothing to these figures: pacing and the planning run in the speech layer; a
+full ROS run of 10 sentences at 1 thread would take minutes per utterance for the same
+numbers.
 """
 
 from __future__ import annotations
@@ -117,6 +126,7 @@ def main(argv=None) -> int:
     parser.add_argument('--reps', type=int, default=2)
     parser.add_argument('--sizes', type=int, nargs='+', default=[3, 10])
     parser.add_argument('--morae', type=int, default=FIRST_SEGMENT_MORAE)
+    parser.add_argument('--slowdown', type=float, default=1.0)
     parser.add_argument('--json', default=None)
     parser.add_argument('--markdown', default=None)
     parser.add_argument('--model-root', default=None)
@@ -137,11 +147,20 @@ def main(argv=None) -> int:
     voice = VoiceParams(style=engine.styles[0], **VOICE)
     texts = benchmark_texts()
     sinks = {setting: Sink() for setting in ('off', 'on')}
+    scale = args.slowdown
+
+    def clock() -> float:
+        return time.monotonic() * scale
+
+    def waiter(event: threading.Event, timeout: float) -> bool:
+        return event.wait(max(0.0, timeout / scale))
+
     scheds = {setting: SpeechScheduler(engine, sink, SchedulerConfig(
-        first_segment_morae=args.morae, gapless=setting == 'on'))
+        first_segment_morae=args.morae, gapless=setting == 'on'), clock=clock, waiter=waiter)
         for setting, sink in sinks.items()}
     key = f'{engine.name}/{engine.voice}'
     out: dict = {'recipe': args.recipe, 'threads': args.threads, 'morae': args.morae,
+                 'slowdown': scale,
                  'load_avg_start': os.getloadavg(), 'runs': {}}
     try:
         for rep in range(args.reps):
