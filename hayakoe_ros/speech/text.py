@@ -12,10 +12,10 @@ at 。！？!? and newlines.
 
 With a :class:`SegmentRamp` whose ``first_morae`` is set (issue 13), an utterance's first
 segment ends at the first clause boundary after half that many morae or accent-phrase
-boundary after that many (:func:`first_cut`), and
-each later segment may be at most as long as all the segments before it together (a
-doubling ramp), up to ``max_segment_chars``: a segment is then synthesised while the audio
-before it plays, for an engine up to twice as fast as real time.
+boundary after that many (:func:`first_cut`), and each later segment may be at most as
+long as all the segments before it together (a doubling ramp), up to
+``max_segment_chars``: a segment is then synthesised while the audio before it plays, for
+an engine at least twice as fast as real time.
 """
 
 from __future__ import annotations
