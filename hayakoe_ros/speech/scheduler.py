@@ -7,8 +7,8 @@ Two threads per scheduler:
 * the **synthesis thread** (``tts-synthesis``) takes utterances in order, synthesises them
   segment by segment (sentence, or clause of a long sentence), predicts each boundary's
   pause from the pair of adjacent segments, applies the voice's gain and limiter, and
-  hands each segment's PCM on (:mod:`.synthesis`; with ``gapless``, the first hand-over
-  carries the start delay of :mod:`.gapless`);
+  hands each segment's PCM on (:mod:`.synthesis`; with ``gapless`` it also plans when
+  the utterance may start, :mod:`.gapless`);
 * the **publisher thread** (``tts-publisher``) cuts the PCM into fixed-size chunks and
   releases them at playback rate, at most ``max_lead_s`` ahead of the playback clock
   (:class:`.track.Track`).
@@ -284,6 +284,7 @@ class SpeechScheduler:
             utt._token = CancelToken()
             utt.pauses = []
             utt.synth_seconds = utt.start_delay_s = utt.start_at = 0.0
+            utt.underruns = 0
             self._in_flight.remove(utt)
             self._waiting.appendleft(utt)
         return current
