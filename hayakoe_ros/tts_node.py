@@ -42,7 +42,7 @@ from audio_common_msgs.msg import AudioStamped
 
 from .engines import UnknownStyleError
 from .node import log_bridge
-from .node.diagnostics import Snapshot, SpeechStats, build_status, publish_status
+from .node.diagnostics import Snapshot, SpeechStats, build_status, publish_status, rate_values
 from .node.engine_loader import EngineLoader
 from .node.messages import StampClock, chunk_to_msg
 from .node.runner import RESULT_FLUSH_S, run
@@ -363,7 +363,9 @@ class TTSNode(LifecycleNode):
             sample_rate=engine.sample_rate if engine else 0, speaking=self._speaking,
             queue_depth=sched.queue_depth if sched else 0, stats=self._stats,
             fallback_reason=loader.fallback_reason, engine_error=loader.engine_error,
-            pipeline_failure=(sched.failure or '') if sched else '', extra=loader.diagnostics())
+            pipeline_failure=(sched.failure or '') if sched else '',
+            extra={**loader.diagnostics(),
+                   **rate_values(sched.rates if sched else None, engine)})
         return build_status(snap)
 
     def _publish_diagnostics(self) -> None:

@@ -55,12 +55,47 @@ class VirtualClock:
             self._faults[thread_name] = exc
 
 
+class ThreadClock:
+    """Virtual time kept per thread: concurrent threads spend it side by side.
+
+    Each thread reads, sleeps and waits on its own timeline (all start at ``start``), as
+    the synthesis and publisher threads spend real time at once; the scheduler orders them
+    where they meet (a hand-over's ``not_before``). ``sleep(dt)`` and ``wait(event,
+    timeout)`` (the scheduler's ``waiter``) move the calling thread's time only.
+    """
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self._start = start
+        self._t: dict = {}
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        with self._lock:
+            return self._t.get(threading.get_ident(), self._start)
+
+    def sleep(self, dt: float) -> None:
+        with self._lock:
+            me = threading.get_ident()
+            self._t[me] = self._t.get(me, self._start) + max(0.0, dt)
+
+    def wait(self, event: threading.Event, timeout: float) -> bool:
+        if event.is_set():
+            return True
+        self.sleep(timeout)
+        return event.is_set()
+
+
 class ToneEngine(Engine):
     """A sine tone per segment: 50 ms of a 440 Hz tone per speakable character, at 8 kHz.
 
+    At 440 Hz a segment holds whole cycles, so segments meet without a step; another
+    ``frequency`` (e.g. 465 Hz: a quarter cycle over per character) makes them meet
+    wherever the tone stops, as two engine calls do.
+
     Pauses are predictable: ``0.1 + 0.02 * (len(left) % 5)`` s. ``hold(text)`` makes the
     synthesis of a segment containing ``text`` block until :meth:`release` (bounded);
-    ``fail(text)`` makes it raise. ``synth_delay_s`` moves ``clock`` forward per call.
+    ``fail(text)`` makes it raise. ``synth_delay_s`` moves ``clock`` forward per call, and
+    ``rtf`` by that many seconds per second of the tone made (a slow engine).
     A held call is interruptible: canceling its token (:meth:`cancellable`) ends it with
     :class:`SynthesisCanceledError`; ``aborted`` lists the texts whose call was cut short.
     """
@@ -70,9 +105,12 @@ class ToneEngine(Engine):
     SECONDS_PER_CHAR = 0.05
     AMPLITUDE = 0.5
 
-    def __init__(self, clock: Optional[VirtualClock] = None, synth_delay_s: float = 0.0):
+    def __init__(self, clock=None, synth_delay_s: float = 0.0, rtf: float = 0.0,
+                 frequency: float = 440.0):
         self._clock = clock
+        self.frequency = frequency
         self.synth_delay_s = synth_delay_s
+        self.rtf = rtf
         self.calls: list = []
         self.pause_calls: list = []
         self._hold: Optional[str] = None
@@ -107,9 +145,9 @@ class ToneEngine(Engine):
         return int(round(len(SPEAKABLE_RE.findall(text)) * cls.SECONDS_PER_CHAR * cls.RATE))
 
     @classmethod
-    def tone(cls, n: int) -> np.ndarray:
+    def tone(cls, n: int, frequency: float = 440.0) -> np.ndarray:
         t = np.arange(n) / cls.RATE
-        return (cls.AMPLITUDE * np.sin(2 * np.pi * 440.0 * t)).astype(np.float32)
+        return (cls.AMPLITUDE * np.sin(2 * np.pi * frequency * t)).astype(np.float32)
 
     @contextlib.contextmanager
     def cancellable(self, token):
@@ -133,12 +171,12 @@ class ToneEngine(Engine):
                 raise SynthesisCanceledError('tone synthesis canceled')
         if self._fail is not None and self._fail in text:
             raise RuntimeError(f'tone engine failure on {text!r}')
-        if self._clock is not None:
-            self._clock.sleep(self.synth_delay_s)
         n = self.samples_for(text)
+        if self._clock is not None:
+            self._clock.sleep(self.synth_delay_s + self.rtf * n / self.RATE)
         if n == 0:
             raise NothingToSpeakError(f'no phonemes in {text!r}')
-        return self.tone(n)
+        return self.tone(n, self.frequency)
 
     @staticmethod
     def pause_for(left: str) -> float:

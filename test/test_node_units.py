@@ -110,3 +110,29 @@ def test_status_levels_and_values():
     snap.pipeline_failure = 'publisher thread died'
     assert build_status(snap).level == DiagnosticStatus.ERROR
     assert 'publisher thread died' in build_status(snap).message
+
+
+def test_log_line_and_status_report_the_gapless_start_delay_and_underruns():
+    from hayakoe_ros.engines import VoiceParams
+    from hayakoe_ros.node.diagnostics import rate_values
+    from hayakoe_ros.speech import Outcome, Utterance
+    from hayakoe_ros.speech.gapless import RateEstimator
+    from hayakoe_ros.speech.text import Boundary, Segment
+    from speech_fakes import ToneEngine
+
+    utt = Utterance(7, 'こんにちは。', [Segment('こんにちは。', Boundary.END)], VoiceParams(),
+                    1.0, submitted_at=10.0)
+    utt.first_audio_at, utt.sample_rate, utt.audio_samples = 10.9, 8000, 16000
+    utt.synth_seconds, utt.start_delay_s, utt.underruns = 3.0, 0.625, 2
+    utt.outcome = Outcome.SUCCEEDED
+    stats = SpeechStats()
+    line = stats.record(utt, 'topic')
+    assert 'TTFA 0.900 s (start delay 0.625 s), RTF 1.500, 2 underrun(s): succeeded' in line
+    rates, engine = RateEstimator(), ToneEngine()
+    assert rate_values(rates, engine) == {'rtf_estimate': ''}
+    rates.update('tone/tone', synth_s=1.2, audio_s=1.0, chars=10)
+    snap = Snapshot(name='n', hardware_id='cpu', lifecycle_state='active', stats=stats,
+                    extra=rate_values(rates, engine))
+    values = {kv.key: kv.value for kv in build_status(snap).values}
+    assert values['last_start_delay_s'] == '0.625' and values['last_underruns'] == '2'
+    assert values['rtf_estimate'] == '1.200'

@@ -192,6 +192,14 @@ class Engine(abc.ABC):
             Pause length in seconds, >= 0.
         """
 
+    def is_cached(self, text: str, voice: VoiceParams) -> bool:
+        """True when :meth:`synthesize` would return stored audio at no synthesis cost.
+
+        False by default; a phrase cache (``speech.phrase_cache.CachingEngine``) says
+        which segments it holds, so that rate estimates and start delays leave them out.
+        """
+        return False
+
     @contextlib.contextmanager
     def cancellable(self, token: CancelToken) -> Iterator[None]:
         """Make the engine calls inside the block abort when ``token`` is canceled.
@@ -219,8 +227,8 @@ class WrappedEngine(Engine):
     """An engine that adds one thing to another (resampling, a cache) and delegates the rest.
 
     Subclasses override what they change; everything else (sample rate, styles, voice,
-    device, model identity, voice checks, cancellation, synthesis, pauses, warm-up, close)
-    is the wrapped engine's.
+    device, model identity, voice checks, cache queries, cancellation, synthesis, pauses,
+    warm-up, close) is the wrapped engine's.
 
     Args:
         engine: A loaded engine.
@@ -273,6 +281,10 @@ class WrappedEngine(Engine):
         """
         with self._engine.cancellable(token):
             yield
+
+    def is_cached(self, text: str, voice: VoiceParams) -> bool:
+        """The wrapped engine's answer (see :meth:`Engine.is_cached`)."""
+        return self._engine.is_cached(text, voice)
 
     def synthesize(self, text: str, voice: VoiceParams) -> np.ndarray:
         """The wrapped engine's synthesis (see :meth:`Engine.synthesize`)."""

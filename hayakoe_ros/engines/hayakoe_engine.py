@@ -233,6 +233,13 @@ class HayakoeEngine(Engine):
             self._feature_cache.popitem(last=False)
         return feats
 
+    def forget_features(self) -> None:
+        """Drop the cached front end and BERT features of recent segments.
+
+        For measurements: the next synthesis of any text then costs what its first did.
+        """
+        self._feature_cache.clear()
+
     def _check_speakable(self, text: str, feats: hk.SegmentFeatures) -> None:
         from hayakoe.nlp.symbols import SYMBOLS
 

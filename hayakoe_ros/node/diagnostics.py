@@ -23,6 +23,8 @@ class SpeechStats:
         last_error: The most recent error given to a caller ('' if none).
         last_rtf: Real-time factor of the last finished utterance (synthesis s / audio s).
         last_ttfa_s: Time to first audio of the last finished utterance (s).
+        last_start_delay_s: The gapless start delay chosen for it (s).
+        last_underruns: Times its playback ran dry.
     """
 
     spoken: int = 0
@@ -31,6 +33,8 @@ class SpeechStats:
     last_error: str = ''
     last_rtf: Optional[float] = None
     last_ttfa_s: Optional[float] = None
+    last_start_delay_s: Optional[float] = None
+    last_underruns: Optional[int] = None
 
     def record(self, utt, source: str) -> str:
         """Count a finished utterance; return its one log line.
@@ -41,7 +45,8 @@ class SpeechStats:
 
         Returns:
             ``utterance <id> (<source>) '<first 20 characters>': <n> segment(s), <s> s
-            audio, TTFA <s> s, RTF <x>: <outcome>`` and the reason when it did not succeed.
+            audio, TTFA <s> s (start delay <s> s), RTF <x>, <n> underrun(s): <outcome>``
+            and the reason when it did not succeed.
         """
         if utt.outcome is Outcome.SUCCEEDED:
             self.spoken += 1
@@ -52,11 +57,14 @@ class SpeechStats:
             self.last_error = utt.error
         if utt.audio_s:
             self.last_rtf, self.last_ttfa_s = utt.rtf, utt.ttfa_s
+            self.last_start_delay_s, self.last_underruns = utt.start_delay_s, utt.underruns
         head = utt.text[:20] + ('…' if len(utt.text) > 20 else '')
         ttfa = f'{utt.ttfa_s:.3f} s' if utt.ttfa_s is not None else '-'
         rtf = f'{utt.rtf:.3f}' if utt.rtf is not None else '-'
         line = (f'utterance {utt.id} ({source}) {head!r}: {len(utt.segments)} segment(s), '
-                f'{utt.audio_s:.2f} s audio, TTFA {ttfa}, RTF {rtf}: {utt.outcome.value}')
+                f'{utt.audio_s:.2f} s audio, TTFA {ttfa} (start delay '
+                f'{utt.start_delay_s:.3f} s), RTF {rtf}, {utt.underruns} underrun(s): '
+                f'{utt.outcome.value}')
         return line + (f': {utt.error}' if utt.error else '')
 
 
@@ -95,6 +103,23 @@ class Snapshot:
     extra: dict = dataclasses.field(default_factory=dict)
 
 
+def rate_values(rates, engine) -> dict:
+    """``rtf_estimate``: the real-time factor estimate for the engine speaking.
+
+    Args:
+        rates: The scheduler's :class:`~hayakoe_ros.speech.gapless.RateEstimator`, or None.
+        engine: The engine speaking, or None.
+
+    Returns:
+        Synthesis seconds per audio second, exponentially weighted over its segments, as
+        text; '' before its first segment or without an engine.
+    """
+    if rates is None or engine is None:
+        return {'rtf_estimate': ''}
+    estimate = rates.estimate(f'{engine.name}/{engine.voice}')
+    return {'rtf_estimate': _fmt(estimate.rtf if estimate else None)}
+
+
 def _fmt(value: Optional[float]) -> str:
     return '' if value is None else f'{value:.3f}'
 
@@ -120,6 +145,8 @@ def build_status(snap: Snapshot) -> DiagnosticStatus:
         'utterances_canceled': str(stats.canceled),
         'last_rtf': _fmt(stats.last_rtf),
         'last_ttfa_s': _fmt(stats.last_ttfa_s),
+        'last_start_delay_s': _fmt(stats.last_start_delay_s),
+        'last_underruns': '' if stats.last_underruns is None else str(stats.last_underruns),
         'last_error': stats.last_error,
     }
     values.update({str(k): str(v) for k, v in snap.extra.items()})

@@ -170,7 +170,7 @@ class EngineLoader:
         self.engine = cached
         if phrases:
             res = preload(cached, phrases, voice, params['max_chars'],
-                          params['max_segment_chars'])
+                          params['max_segment_chars'], params.get('first_segment_morae', 0))
             for error in res.errors:
                 self._log.warning(f'preload_phrases: not cached: {error}')
             self._log.info(

@@ -23,6 +23,7 @@ from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescr
 from ..engines import VoiceParams
 from ..speech import QueuePolicy, SchedulerConfig
 from ..speech.phrase_cache import MAX_CACHE_MB
+from ..speech.text import FIRST_SEGMENT_MORAE
 
 Value = Union[bool, int, float, str]
 
@@ -198,6 +199,16 @@ _SPECS = (
     ParameterSpec('max_segment_chars', 60, 'Longest synthesis segment, characters: longer '
                   'sentences are cut at clause boundaries (BERT reads at most 510).',
                   range=(4, 400)),
+    # --- short first segment and gapless starts (live; issue 13) ---
+    ParameterSpec('first_segment_morae', FIRST_SEGMENT_MORAE, "An utterance's first segment "
+                  'ends at the first clause mark after half this many morae, or accent-phrase '
+                  'boundary after this many (when that at least halves it); each later '
+                  'segment may be as long as all before it, up to max_segment_chars. 0 = '
+                  'off (first segment as long as the others).', range=(0, 200)),
+    ParameterSpec('gapless', True, 'Delay the start of an utterance just enough that, at '
+                  'the measured real-time factor (per engine and voice), no segment boundary '
+                  'underruns (with pacing only; the delay is in the log and /diagnostics). '
+                  'false = start as soon as the first segment is ready.'),
     # --- text front end (reload; issue 11) ---
     ParameterSpec('user_dictionary', '', 'User dictionary file: surface<TAB>katakana reading'
                   '[<TAB>accent type] per line, for both voices (empty: none).', Apply.RELOAD),
@@ -245,7 +256,8 @@ VOICE_PARAMETERS = ('style', 'style_weight', 'speaker_id', 'rate', 'pitch_scale'
 SCHEDULER_PARAMETERS = {'queue_policy': 'queue_policy', 'max_queue': 'max_queue',
                         'max_chars': 'max_chars', 'max_segment_chars': 'max_segment_chars',
                         'chunk': 'chunk_frames', 'max_lead_s': 'max_lead_s',
-                        'pacing': 'pacing', 'volume': 'volume'}
+                        'pacing': 'pacing', 'volume': 'volume',
+                        'first_segment_morae': 'first_segment_morae', 'gapless': 'gapless'}
 
 #: Parameters every rclpy node has (never "unknown").
 _BUILTIN = ('use_sim_time', 'start_type_description_service')

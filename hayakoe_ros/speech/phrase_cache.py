@@ -174,6 +174,12 @@ class CachingEngine(WrappedEngine):
         return cache_key(self.name, self.voice, self._model_id, self.sample_rate, voice,
                          text, _dictionary_digest())
 
+    def is_cached(self, text: str, voice: VoiceParams) -> bool:
+        """True when ``text`` spoken with ``voice`` is held in memory or on disk."""
+        key = self.key(text, voice)
+        with self._lock:
+            return key in self._entries or (self._dir is not None and key in self._files)
+
     def synthesize(self, text: str, voice: VoiceParams) -> np.ndarray:
         """Return the cached audio of ``text``, or synthesise and remember it.
 

@@ -14,7 +14,8 @@ import dataclasses
 from typing import Union
 
 from . import frontend, ssml, userdict
-from .text import SPEAKABLE_RE, Boundary, InputError, prepare_text, segment, strip_control
+from .text import (SPEAKABLE_RE, Boundary, InputError, SegmentRamp, prepare_text, segment,
+                   strip_control)
 
 _SENTENCE_END = tuple('。．.！!？?')
 
@@ -24,7 +25,8 @@ def _latin_words():
     return active.replace_latin if active is not None else None
 
 
-def prepare(text: str, max_chars: int, max_segment_chars: int) -> tuple:
+def prepare(text: str, max_chars: int, max_segment_chars: int,
+            first_segment_morae: int = 0) -> tuple:
     """Check, normalise and segment one utterance.
 
     Args:
@@ -32,6 +34,8 @@ def prepare(text: str, max_chars: int, max_segment_chars: int) -> tuple:
         max_chars: Longest accepted text (characters, after compatibility normalisation;
             for SSML the whole markup).
         max_segment_chars: Longest segment (characters of front-end output).
+        first_segment_morae: 0, or the morae after which the first segment ends, later
+            segments growing toward ``max_segment_chars`` (:class:`~.text.SegmentRamp`).
 
     Returns:
         ``(cleaned, segments)``: the cleaned text (SSML: its spoken text) and at least one
@@ -51,6 +55,7 @@ def prepare(text: str, max_chars: int, max_segment_chars: int) -> tuple:
     else:
         pieces = [ssml.Piece(prepare_text(frontend.compat_normalize(text), max_chars))]
     segments: list = []
+    ramp = SegmentRamp(max_segment_chars, first_segment_morae)  # one per utterance
     for piece in pieces:
         body = strip_control(piece.text).strip()
         if not SPEAKABLE_RE.search(frontend.strip_marks(frontend.compat_normalize(body))):
@@ -60,7 +65,7 @@ def prepare(text: str, max_chars: int, max_segment_chars: int) -> tuple:
                     last, boundary=Boundary.BREAK,
                     pause_s=(last.pause_s or 0.0) + piece.pause_after)
             continue
-        segs = segment(frontend.normalize(body, latin), max_segment_chars)
+        segs = segment(frontend.normalize(body, latin), max_segment_chars, ramp)
         if not segs:
             continue
         tail = segs[-1]

@@ -69,7 +69,8 @@ class PreloadResult:
 
 
 def preload(engine: CachingEngine, phrases: Iterable[str], voice: VoiceParams,
-            max_chars: int, max_segment_chars: int) -> PreloadResult:
+            max_chars: int, max_segment_chars: int,
+            first_segment_morae: int = 0) -> PreloadResult:
     """Synthesise ``phrases`` into ``engine``'s cache as the scheduler would segment them.
 
     Each phrase goes through :func:`~.pipeline.prepare` (front end, SSML, segmenting with
@@ -86,6 +87,7 @@ def preload(engine: CachingEngine, phrases: Iterable[str], voice: VoiceParams,
         max_chars: The node's ``max_chars``.
         max_segment_chars: The node's ``max_segment_chars`` (a different value later
             segments differently and misses the cache).
+        first_segment_morae: The node's ``first_segment_morae`` (the same holds).
     """
     result = PreloadResult()
     t0 = time.perf_counter()
@@ -93,7 +95,7 @@ def preload(engine: CachingEngine, phrases: Iterable[str], voice: VoiceParams,
     for phrase in phrases:
         result.phrases += 1
         try:
-            _, segments = prepare(phrase, max_chars, max_segment_chars)
+            _, segments = prepare(phrase, max_chars, max_segment_chars, first_segment_morae)
             for seg in segments:
                 seg_voice = voice if seg.rate == 1.0 else dataclasses.replace(
                     voice, length_scale=voice.length_scale / seg.rate)

@@ -7,9 +7,11 @@ Two threads per scheduler:
 * the **synthesis thread** (``tts-synthesis``) takes utterances in order, synthesises them
   segment by segment (sentence, or clause of a long sentence), predicts each boundary's
   pause from the pair of adjacent segments, applies the voice's gain and limiter, and
-  hands each segment's PCM on;
+  hands each segment's PCM on (:mod:`.synthesis`; with ``gapless`` it also plans when
+  the utterance may start, :mod:`.gapless`);
 * the **publisher thread** (``tts-publisher``) cuts the PCM into fixed-size chunks and
-  releases them at playback rate, at most ``max_lead_s`` ahead of the playback clock.
+  releases them at playback rate, at most ``max_lead_s`` ahead of the playback clock
+  (:class:`.track.Track`).
 
 So segment k+1 is synthesised while segment k is being published, time to first audio is
 one segment's synthesis whatever the text length, and a cancel withholds everything not
@@ -56,11 +58,12 @@ from typing import Callable, Optional
 import numpy as np
 
 from ..engines.base import CancelToken, Engine, VoiceParams
-from .audio import Chunker
-from .pacing import Pacer, Waiter, event_wait
-from .synthesis import EndOfUtterance, SegmentPCM, synthesize_utterance
+from .pacing import Waiter, event_wait
+from .gapless import RateEstimator
+from .synthesis import EndOfUtterance, Pacing, synthesize_utterance
 from .pipeline import prepare
 from .text import InputError
+from .track import Track
 from .utterance import (AudioChunk, CancelReason, Outcome, QueueFullError, QueuePolicy,
                         SchedulerClosedError, SchedulerConfig, SchedulerFailedError,
                         Utterance)
@@ -75,18 +78,9 @@ _LOG = logging.getLogger(__name__)
 IDLE_POLL_S = 0.2
 #: Poll period of a hand-over to a full playback queue (s, real time).
 _PUT_POLL_S = 0.05
-
-
-@dataclasses.dataclass
-class _Track:
-    """Publishing state of one attempt at one utterance."""
-
-    utt: Utterance
-    attempt: int
-    chunker: Chunker
-    pacer: Pacer
-    position: int = 0
-    index: int = 0
+#: Hand-overs (segments, pauses) the synthesis thread may be ahead of the publisher: enough
+#: for it to go on synthesising through a gapless start delay (issue 13).
+PLAY_QUEUE_ITEMS = 64
 
 
 _CLOSE = object()
@@ -127,7 +121,9 @@ class SpeechScheduler:
         self._finish_lock = threading.Lock()
         self._speaking_lock = threading.Lock()
         self._speaking = False
-        self._play_q: queue.Queue = queue.Queue(maxsize=3)
+        self._play_q: queue.Queue = queue.Queue(maxsize=PLAY_QUEUE_ITEMS)
+        #: Real-time factor estimates per engine and voice (:mod:`.gapless`).
+        self.rates = RateEstimator()
         self._closing = False
         #: Why the scheduler stopped working (an internal thread died); None while healthy.
         self.failure: Optional[str] = None
@@ -180,7 +176,8 @@ class SpeechScheduler:
         """
         cfg = self.config
         # Front end (SSML, numbers, URLs, user dictionary...) then segmenting: pipeline.py.
-        cleaned, segments = prepare(text, cfg.max_chars, cfg.max_segment_chars)
+        cleaned, segments = prepare(text, cfg.max_chars, cfg.max_segment_chars,
+                                    cfg.first_segment_morae)
         if not segments:
             raise InputError('nothing_speakable', f'nothing speakable in {cleaned!r}')
         self._engine.check_voice(voice)
@@ -286,7 +283,8 @@ class SpeechScheduler:
             utt._token.cancel()
             utt._token = CancelToken()
             utt.pauses = []
-            utt.synth_seconds = 0.0
+            utt.synth_seconds = utt.start_delay_s = utt.start_at = 0.0
+            utt.underruns = 0
             self._in_flight.remove(utt)
             self._waiting.appendleft(utt)
         return current
@@ -373,12 +371,14 @@ class SpeechScheduler:
                 utt = self._waiting.popleft()
                 attempt, token = utt._attempt, utt._token
                 self._in_flight.append(utt)
-            synthesize_utterance(self._engine, utt, attempt, token,
-                                 self.config.volume * utt.volume, self._put, self._clock)
+            cfg = self.config
+            synthesize_utterance(self._engine, utt, attempt, token, cfg.volume * utt.volume,
+                                 self._put, self._clock,
+                                 Pacing(self.rates, cfg.gapless and cfg.pacing))
 
     # ------------------------------------------------------------------ publisher thread
     def _publish_loop(self) -> None:
-        track: Optional[_Track] = None
+        track: Optional[Track] = None
         while True:
             try:
                 item = self._play_q.get(timeout=IDLE_POLL_S)
@@ -392,32 +392,19 @@ class SpeechScheduler:
             if utt.done or item.attempt != utt._attempt:
                 continue
             if track is None or track.utt is not utt or track.attempt != item.attempt:
-                cfg = self.config
-                track = _Track(utt, item.attempt, Chunker(cfg.chunk_frames),
-                               Pacer(utt.sample_rate, cfg.max_lead_s, cfg.pacing,
-                                     self._clock, self._waiter))
+                track = Track(utt, item.attempt, self.config, self._clock, self._waiter)
             if isinstance(item, EndOfUtterance):
                 self._finish(utt, Outcome.ABORTED, item.error)
-            else:
-                self._play(track, item)
+            elif track.play(item, self._emit):
+                self._finish(utt, Outcome.SUCCEEDED)
 
-    def _play(self, track: _Track, item: SegmentPCM) -> None:
-        for samples in track.chunker.add(item.pcm):
-            if not self._emit(track, samples, len(samples)):
-                return
-        if item.last:
-            tail = track.chunker.flush()
-            if tail is not None and not self._emit(track, tail[0], tail[1]):
-                return
-            if track.pacer.wait_until(track.position, track.utt._halt):
-                self._finish(track.utt, Outcome.SUCCEEDED)
-
-    def _emit(self, track: _Track, samples: np.ndarray, valid: int) -> bool:
+    def _emit(self, track: Track, samples: np.ndarray, valid: int) -> bool:
         """Release one chunk at its time and hand it to the sink; False if dropped."""
         utt = track.utt
         play = track.pacer.release(track.position, utt._halt)
         if play is None:
             return False
+        utt.underruns = track.pacer.underruns
         error = ''
         with self._pub_lock:
             if utt.canceled or utt.done:

@@ -7,19 +7,27 @@ boundary's pause from the pair of adjacent segments and hands the PCM on, segmen
 segment, through a ``put`` callable, so that playback starts after the first segment.
 An engine error aborts the utterance (an :class:`EndOfUtterance` with the reason); any
 other exception propagates (a bug: the scheduler's thread guard handles it).
+
+Joins inside speech (a word cut) get no pause and are smoothed by :class:`.joins.Joiner`;
+every segment updates the :class:`.gapless.RateEstimator`, and with ``gapless`` the
+utterance's start (``Utterance.start_at``) is planned by :func:`.gapless.plan_start_delay`
+when its first segment is ready, and planned again after each later segment until
+playback has started.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Callable
+from typing import Callable, Optional
 
 import numpy as np
 
 from ..engines.base import (CancelToken, Engine, NothingToSpeakError, SynthesisCanceledError,
                             VoiceParams)
 from .audio import apply_gain_and_limit, to_int16, trailing_silence_s, trim_for_break
+from .gapless import RateEstimate, RateEstimator, plan_start_delay, speakable_chars
+from .joins import Joiner, smooth_join
 from .text import Boundary, Segment
 from .utterance import Utterance
 
@@ -31,12 +39,18 @@ SENTENCE_PAUSE_FLOOR_S = 0.08
 
 @dataclasses.dataclass
 class SegmentPCM:
-    """PCM for the publisher: int16 ``(samples,)`` mono; ``last`` ends the utterance."""
+    """PCM for the publisher: int16 ``(samples,)`` mono; ``last`` ends the utterance.
+
+    ``not_before``: clock time (s) of the hand-over, before which none of it is released
+    (with a real clock always past when the publisher takes it; with simulated per-thread
+    clocks it orders the publisher after the synthesis).
+    """
 
     utt: Utterance
     attempt: int
     pcm: np.ndarray
     last: bool
+    not_before: float = 0.0
 
 
 @dataclasses.dataclass
@@ -66,6 +80,13 @@ def pause_target(engine: Engine, seg: Segment, following: Segment,
     return pause
 
 
+def segment_voice(voice: VoiceParams, seg: Segment) -> VoiceParams:
+    """The voice for ``seg``: its SSML ``<prosody rate>`` divides the length scale."""
+    if seg.rate == 1.0:
+        return voice
+    return dataclasses.replace(voice, length_scale=voice.length_scale / seg.rate)
+
+
 def _engine_failed(put: Put, utt: Utterance, attempt: int, what: str,
                    exc: Exception) -> None:
     _LOG.error('utterance %d: %s failed', utt.id, what, exc_info=True)
@@ -73,35 +94,59 @@ def _engine_failed(put: Put, utt: Utterance, attempt: int, what: str,
         utt, attempt)
 
 
+@dataclasses.dataclass
+class Pacing:
+    """What the synthesis thread knows of pacing (from the scheduler's settings).
+
+    Attributes:
+        rates: The scheduler's real-time factor estimates, updated from every segment.
+        gapless: Plan a start delay so that no segment boundary underruns (only with
+            pacing on: without it nothing plays in real time).
+    """
+
+    rates: RateEstimator = dataclasses.field(default_factory=RateEstimator)
+    gapless: bool = False
+
+
 def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, token: CancelToken,
-                         gain: float, put: Put, clock: Callable[[], float]) -> None:
+                         gain: float, put: Put, clock: Callable[[], float],
+                         pacing: Optional[Pacing] = None) -> None:
     """Synthesise ``utt`` (attempt ``attempt``) and hand its PCM to ``put``.
 
     Args:
         engine: The engine (called from this thread only).
-        utt: The utterance; its ``sample_rate``, ``pauses`` and ``synth_seconds`` are
-            filled in.
+        utt: The utterance; its ``sample_rate``, ``pauses``, ``synth_seconds``,
+            ``start_at`` and ``start_delay_s`` are filled in.
         attempt: Attempt number; a hand-over for an older attempt is refused by ``put``.
         token: The attempt's cancel token: canceling it aborts the engine call in flight
             (:meth:`Engine.cancellable`) and ends this function.
         gain: Linear gain for the whole utterance (node volume x utterance volume).
         put: Hands a :class:`SegmentPCM` or :class:`EndOfUtterance` to the publisher;
             returns False when the utterance was canceled meanwhile (synthesis stops).
-        clock: Monotonic seconds, for ``synth_seconds`` and the DEBUG log.
+        clock: Monotonic seconds, for ``synth_seconds``, hand-over times and the log.
+        pacing: Rate estimates and the ``gapless`` setting (None: a fresh estimator,
+            gapless off).
     """
+    pacing = pacing or Pacing()
     sr = engine.sample_rate
     utt.sample_rate = sr
     segments: list = utt.segments
     total = len(segments)
     produced = 0
+    joiner = Joiner(sr)
+    smooth_before = False
+    key = f'{engine.name}/{engine.voice}'
+    pause_s = 0.0  # the pause prediction before a segment is part of what it costs
+    handed = 0     # samples handed over (segments and pauses)
+    first_ready = 0.0
     for k, seg in enumerate(segments):
         if utt.canceled or utt._attempt != attempt:
             return
         last = k + 1 == total
+        smooth_after = not last and smooth_join(seg)
         t0 = clock()
-        # SSML <prosody rate>: the segment's rate divides the voice's length_scale.
-        voice = utt.voice if seg.rate == 1.0 else dataclasses.replace(
-            utt.voice, length_scale=utt.voice.length_scale / seg.rate)
+        voice = segment_voice(utt.voice, seg)
+        cached = engine.is_cached(seg.text, voice)
         try:
             with engine.cancellable(token):
                 audio = engine.synthesize(seg.text, voice)
@@ -115,25 +160,40 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, token: Ca
         except Exception as exc:
             _engine_failed(put, utt, attempt, 'synthesis', exc)
             return
-        if audio.size:  # SSML <break>: the silence at the break is exactly pause_s
+        spoke = audio.size > 0
+        if spoke:  # SSML <break>: the silence at the break is exactly pause_s
             audio = trim_for_break(audio, sr, k > 0 and segments[k - 1].pause_s is not None,
                                    None if last else seg.pause_s)
+        audio = joiner.join(audio, smooth_before, smooth_after)
+        smooth_before = smooth_after
         pcm = to_int16(apply_gain_and_limit(audio, gain, sr))
         spent = clock() - t0
         utt.synth_seconds += spent
         _LOG.debug('utterance %d: segment %d/%d synthesised: %d chars, %.3f s audio, '
                    '%.3f s synthesis', utt.id, k + 1, total, len(seg.text), audio.size / sr,
                    spent)
-        if audio.size:
+        if spoke:
             produced += 1
+            if not cached:
+                pacing.rates.update(key, spent + pause_s, audio.size / sr,
+                                    speakable_chars(seg.text), voice.length_scale)
+        pause_s = 0.0
         if last and not produced:
             put(EndOfUtterance(utt, attempt, 'nothing_speakable: no segment of the text '
                                              'produced any phoneme'), utt, attempt)
             return
+        ready = clock()
+        handed += pcm.size
+        if k == 0:
+            first_ready = utt.start_at = ready
+        if pacing.gapless and not last and utt.first_audio_at is None \
+                and (k == 0 or utt.start_at > ready):
+            _plan_start(pacing.rates.estimate(key), engine, utt, k, handed / sr, ready,
+                        first_ready)
         # Hand the segment over first: it plays while the pause is being predicted.
-        if not put(SegmentPCM(utt, attempt, pcm, last), utt, attempt):
+        if not put(SegmentPCM(utt, attempt, pcm, last, ready), utt, attempt):
             return
-        if not last and audio.size:
+        if not last and spoke and not smooth_after:
             t1 = clock()
             try:
                 with engine.cancellable(token):
@@ -145,9 +205,33 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, token: Ca
                 return
             utt.pauses.append(target)
             gap = max(0.0, target - trailing_silence_s(audio, sr))
-            utt.synth_seconds += clock() - t1
+            pause_s = clock() - t1
+            utt.synth_seconds += pause_s
             _LOG.debug('utterance %d: pause after segment %d/%d: %.3f s (%.3f s of silence '
                        'added)', utt.id, k + 1, total, target, gap)
             silence = np.zeros(int(round(gap * sr)), np.int16)
-            if not put(SegmentPCM(utt, attempt, silence, False), utt, attempt):
+            handed += silence.size
+            if not put(SegmentPCM(utt, attempt, silence, False, clock()), utt, attempt):
                 return
+        elif not last:
+            utt.pauses.append(0.0)  # a smooth join, or nothing spoken before it
+
+
+def _plan_start(estimate: Optional[RateEstimate], engine: Engine, utt: Utterance, ready: int,
+                ahead_s: float, now: float, first_ready: float) -> None:
+    """Set ``utt.start_at`` and ``utt.start_delay_s`` (gapless) after segment ``ready``.
+
+    Planned when the first segment is ready and again after each later one while playback
+    has not started: the estimate then counts what was measured meanwhile, so the start
+    moves earlier or later. With no estimate at all (the first segment came from the
+    phrase cache on a fresh node) playback starts at once.
+    """
+    cached = [engine.is_cached(s.text, segment_voice(utt.voice, s)) for s in utt.segments]
+    delay = plan_start_delay(utt.segments, ready, ahead_s, estimate, utt.voice.length_scale,
+                             cached)
+    utt.start_at = now + delay
+    utt.start_delay_s = utt.start_at - first_ready
+    if estimate is not None:
+        _LOG.debug('utterance %d: gapless start %.3f s after its first segment (planned '
+                   'after segment %d; RTF %.2f, %.3f s audio per character)', utt.id,
+                   utt.start_delay_s, ready + 1, estimate.rtf, estimate.seconds_per_char)

@@ -9,6 +9,13 @@ the word or accent-phrase boundary nearest below the bound (Open JTalk's front e
 single synthesis call blocks for long. Cuts never fall inside a number, a word or a
 front-end reading (see :mod:`.frontend`'s no-cut marks). hayakoe's own splitter cuts only
 at 。！？!? and newlines.
+
+With a :class:`SegmentRamp` whose ``first_morae`` is set (issue 13), an utterance's first
+segment ends at the first clause boundary after half that many morae or accent-phrase
+boundary after that many (:func:`first_cut`), and each later segment may be at most as
+long as all the segments before it together (a doubling ramp), up to
+``max_segment_chars``: a segment is then synthesised while the audio before it plays, for
+an engine at least twice as fast as real time.
 """
 
 from __future__ import annotations
@@ -86,6 +93,49 @@ class Segment:
     boundary: Boundary
     pause_s: Optional[float] = None
     rate: float = 1.0
+
+
+#: The node's default ``first_segment_morae`` (issue 13): chosen from measurements on the
+#: full-size model (bench/first_segment.py; BENCHMARKS.md "Short first segment").
+FIRST_SEGMENT_MORAE = 8
+
+
+class SegmentRamp:
+    """The length bound of each next segment of one utterance (issue 13).
+
+    Args:
+        max_chars: ``max_segment_chars``: the bound once the ramp has grown (>= 1).
+        first_morae: 0 = no ramp (every segment up to ``max_chars``, as before). Else the
+            first segment ends at the first clause boundary after half this many morae or
+            accent-phrase boundary after this many (:func:`first_cut`), and each next
+            segment may hold at most as many characters as all the segments before it
+            (never fewer than ``first_morae``), up to ``max_chars``; the last piece of a
+            sentence may exceed that bound by half (:meth:`slack`) rather than leave a
+            fragment such as ``します。``.
+
+    Attributes:
+        spoken: Characters (no-cut marks not counted) of the segments cut so far.
+    """
+
+    def __init__(self, max_chars: int, first_morae: int = 0) -> None:
+        self.max_chars = int(max_chars)
+        self.first_morae = int(first_morae)
+        self.spoken = 0
+
+    def bound(self) -> int:
+        """Longest next segment, in characters."""
+        if not self.first_morae or not self.spoken:
+            return self.max_chars
+        return min(self.max_chars, max(self.spoken, self.first_morae))
+
+    def slack(self) -> int:
+        """Characters the last piece of a sentence may exceed :meth:`bound` by (0: no ramp)."""
+        return min(self.bound(), self.max_chars - self.bound()) // 2 if self.first_morae \
+            else 0
+
+    def add(self, text: str) -> None:
+        """Count a segment that was cut (its text, marks allowed)."""
+        self.spoken += _len(text)
 
 
 def strip_control(text: str) -> str:
@@ -169,25 +219,31 @@ def _merge_unspeakable(pieces: list) -> list:
     return out
 
 
-def _split_long(sentence: str, max_chars: int) -> list:
-    """Cut one sentence into (text, boundary) pieces of about ``max_chars`` characters.
+def _split_long(sentence: str, ramp: SegmentRamp) -> list:
+    """Cut one sentence into (text, boundary) pieces of at most ``ramp.bound()`` characters.
 
     Clause pieces are packed greedily (adjacent short clauses stay together, which keeps
     their prosody); a clause still too long is cut at word boundaries (:func:`_cut_words`).
-    ``sentence`` may hold the front end's no-cut marks; lengths do not count them.
+    ``sentence`` may hold the front end's no-cut marks; lengths do not count them. Every
+    piece but the last is counted in ``ramp``.
     """
     clauses = _merge_unspeakable([c for c in _CLAUSE_CUT_RE.split(sentence) if c])
     out: list = []
     current = ''
+
+    def close(boundary: Boundary = Boundary.CLAUSE) -> None:
+        nonlocal current
+        out.append((current, boundary))
+        ramp.add(current)
+        current = ''
+
     for clause in clauses:
-        if current and _len(current) + _len(clause) > max_chars:
-            out.append((current, Boundary.CLAUSE))
-            current = ''
-        if _len(clause) > max_chars:
+        if current and _len(current) + _len(clause) > ramp.bound():
+            close()
+        if _len(clause) > ramp.bound():
             if current:
-                out.append((current, Boundary.CLAUSE))
-                current = ''
-            pieces = _cut_words(clause, max_chars)
+                close()
+            pieces = _cut_words(clause, ramp)
             out.extend((piece, Boundary.WORD) for piece in pieces[:-1])
             clause = pieces[-1]
         current += clause
@@ -235,38 +291,98 @@ def word_boundaries(text: str) -> list:
         ホン, not ボン; 第 / 三). Words Open JTalk reads differently from their spelling (ASCII
         digits) are skipped, so no boundary is reported inside them.
     """
+    return _njd_cuts(text)[0]
+
+
+def _njd_cuts(text: str) -> tuple:
+    """``(cuts, starts, total)``: the NJD words of ``text`` and their morae.
+
+    ``cuts``: :func:`word_boundaries`' ``(offset, accent_phrase)`` pairs; ``starts``:
+    ``(offset, morae before it)`` of every word found in the text; ``total``: the morae
+    (NJD ``mora_size``) of every word.
+    """
     import pyopenjtalk
 
     norm = ''.join(c if len(unicodedata.normalize('NFKC', c)) != 1
                    else unicodedata.normalize('NFKC', c) for c in text)
-    pos, prev_num, prev_prefix, cuts = 0, False, False, []
+    pos, prev_num, prev_prefix, cuts, starts, morae = 0, False, False, [], [], 0
     for feat in pyopenjtalk.run_frontend(text):
         word = unicodedata.normalize('NFKC', feat['string'])
         start = norm.find(word, pos, pos + len(word) + 4) if word else -1
+        size = int(feat.get('mora_size') or 0)
         if start < 0:
             prev_num = False
+            morae += size
             continue
+        starts.append((start, morae))
         is_num = feat.get('pos_group1') == '数'
         bound = feat.get('pos_group1') == '接尾' or prev_prefix  # i11-frontend-2: counters
         if 0 < start < len(text) and not (is_num and prev_num) and feat['pos'] != '記号' \
                 and not bound:
             cuts.append((start, feat.get('chain_flag') != 1))
         pos, prev_num, prev_prefix = start + len(word), is_num, feat['pos'] == '接頭詞'
-    return cuts
+        morae += size
+    return cuts, starts, morae
 
 
-def _cut_words(clause: str, max_chars: int) -> list:
-    """Cut a clause longer than ``max_chars`` at word or accent-phrase boundaries.
+def first_cut(sentence: str, min_morae: int) -> Optional[tuple]:
+    """Where an utterance's first segment ends in its first sentence (issue 13).
+
+    The first clause boundary (after 、，；: and closing quotes, before opening quotes) with
+    at least half of ``min_morae`` morae (Open JTalk's NJD ``mora_size``) before it, or
+    accent-phrase boundary (:func:`word_boundaries`) with at least ``min_morae``, whichever
+    comes first, outside any no-cut span: a clause mark a little early is preferred to a
+    word cut, because its pause is predicted and its prosody is the sentence's own. Only
+    when the rest of the sentence holds at least as many morae (the cut at least halves
+    the first synthesis) and something speakable.
+
+    Args:
+        sentence: One sentence, which may hold the front end's no-cut marks.
+        min_morae: Morae the first segment must hold (>= 1).
+
+    Returns:
+        ``(offset, clause)``: the offset in ``sentence`` (marks included) to cut at and
+        whether it is a clause boundary; None: no cut.
+    """
+    text, spans = _unmark(sentence)
+    cuts, starts, total = _njd_cuts(text)
+    clause_cuts = {m.start() for m in _CLAUSE_CUT_RE.finditer(text)} - {0, len(text)}
+    for cut in sorted({c for c, accent in cuts if accent} | clause_cuts):
+        if any(a < cut < b for a, b in spans):
+            continue
+        before = next((m for start, m in starts if start >= cut), total)
+        if before < (min_morae + 1) // 2 or (before < min_morae and cut not in clause_cuts):
+            continue
+        if total - before < before or not SPEAKABLE_RE.search(text[cut:]):
+            return None
+        return _marked_offset(sentence, cut), cut in clause_cuts
+    return None
+
+
+def _marked_offset(marked: str, offset: int) -> int:
+    """Index in ``marked`` after ``offset`` unmarked characters (and any closing mark)."""
+    count, i = 0, 0
+    while i < len(marked) and (count < offset or marked[i] == KEEP_CLOSE):
+        if marked[i] not in (KEEP_OPEN, KEEP_CLOSE):
+            count += 1
+        i += 1
+    return i
+
+
+def _cut_words(clause: str, ramp: SegmentRamp) -> list:
+    """Cut a clause longer than ``ramp.bound()`` at word or accent-phrase boundaries.
 
     Each cut goes at the accent-phrase boundary nearest below the bound when that leaves
     at least half the bound, else at the word boundary nearest below it; a word (or a
-    front-end reading) longer than the bound stays whole. Returns the pieces, unmarked.
+    front-end reading) longer than the bound stays whole. Every piece but the last is
+    counted in ``ramp``. Returns the pieces, unmarked.
     """
     text, spans = _unmark(clause)
     cuts = [(c, strong) for c, strong in word_boundaries(text)
             if not any(a < c < b for a, b in spans)]
     pieces, start = [], 0
-    while len(text) - start > max_chars:
+    while len(text) - start > ramp.bound() + ramp.slack():
+        max_chars = ramp.bound()
         limit = start + max_chars
         below = [(c, strong) for c, strong in cuts if start < c <= limit]
         strong = [c for c, s in below if s and c - start >= max_chars // 2]
@@ -280,18 +396,21 @@ def _cut_words(clause: str, max_chars: int) -> list:
                 break
             cut = above[0]
         pieces.append(text[start:cut])
+        ramp.add(pieces[-1])
         start = cut
     pieces.append(text[start:])
     return pieces
 
 
-def segment(text: str, max_segment_chars: int) -> list:
+def segment(text: str, max_segment_chars: int, ramp: Optional[SegmentRamp] = None) -> list:
     """Cut prepared text into :class:`Segment` objects for streaming synthesis.
 
     Args:
         text: Output of :func:`prepare_text`.
         max_segment_chars: Longest segment, in characters (>= 1). Sentences up to this
-            length stay whole.
+            length stay whole (unless ``ramp`` bounds them lower).
+        ramp: The utterance's :class:`SegmentRamp` (shared by the calls for the pieces of
+            one utterance); None = no ramp, every segment up to ``max_segment_chars``.
 
     Returns:
         At least one segment when ``text`` has something speakable; the last one has
@@ -300,12 +419,23 @@ def segment(text: str, max_segment_chars: int) -> list:
     """
     if max_segment_chars < 1:
         raise ValueError('max_segment_chars must be >= 1')
+    ramp = ramp or SegmentRamp(max_segment_chars)
     segments: list = []
     for sentence in split_sentences(text):
-        if _len(sentence) <= max_segment_chars:
+        if ramp.first_morae and not ramp.spoken:
+            found = first_cut(sentence, ramp.first_morae)
+            if found is not None:
+                cut, clause = found
+                head, sentence = sentence[:cut], sentence[cut:]
+                segments.append(Segment(strip_marks(head).strip(),
+                                        Boundary.CLAUSE if clause else Boundary.WORD))
+                ramp.add(head)
+        if _len(sentence) <= ramp.bound() + ramp.slack():
             segments.append(Segment(strip_marks(sentence), Boundary.SENTENCE))
+            ramp.add(sentence)
             continue
-        pieces = _split_long(sentence, max_segment_chars)
+        pieces = _split_long(sentence, ramp)
+        ramp.add(pieces[-1][0])
         for i, (piece, boundary) in enumerate(pieces):
             last = i == len(pieces) - 1
             segments.append(Segment(strip_marks(piece).strip(),

@@ -71,6 +71,11 @@ class SchedulerConfig:
         max_segment_chars: Longest synthesis segment in characters.
         max_chars: Longest accepted utterance in characters.
         volume: Linear gain of the voice (1.0 = the model's own level).
+        first_segment_morae: 0, or the morae after which an utterance's first segment
+            ends (at the next clause or accent-phrase boundary), later segments growing
+            toward ``max_segment_chars`` (:class:`~.text.SegmentRamp`).
+        gapless: Delay each utterance's start so that, at the measured real-time factor,
+            no segment boundary underruns (:mod:`.gapless`; with ``pacing`` only).
     """
 
     chunk_frames: int = 2048
@@ -81,6 +86,8 @@ class SchedulerConfig:
     max_segment_chars: int = 60
     max_chars: int = 2000
     volume: float = 1.0
+    first_segment_morae: int = 0
+    gapless: bool = False
 
     def validated(self) -> 'SchedulerConfig':
         """Return a checked copy with ``queue_policy`` as a :class:`QueuePolicy`.
@@ -96,8 +103,10 @@ class SchedulerConfig:
                              f'{self.queue_policy!r}') from None
         if self.chunk_frames < 1 or self.max_segment_chars < 1 or self.max_chars < 1:
             raise ValueError('chunk_frames, max_segment_chars and max_chars must be >= 1')
-        if self.max_queue < 0 or self.max_lead_s < 0 or self.volume < 0:
-            raise ValueError('max_queue, max_lead_s and volume must be >= 0')
+        if self.max_queue < 0 or self.max_lead_s < 0 or self.volume < 0 or \
+                self.first_segment_morae < 0:
+            raise ValueError('max_queue, max_lead_s, volume and first_segment_morae must '
+                             'be >= 0')
         return dataclasses.replace(self, queue_policy=policy)
 
 
@@ -140,6 +149,11 @@ class Utterance:
         audio_samples: Samples of real audio published (padding excluded).
         sample_rate: Hz of the published audio (0 until synthesis starts).
         synth_seconds: Scheduler-clock seconds spent in the engine (synthesis and pauses).
+        start_at: Scheduler-clock time before which its first chunk is not released
+            (``gapless``; set by the synthesis thread, 0 until its first segment is ready).
+        start_delay_s: The gapless start delay chosen for it (s; 0 without ``gapless``):
+            ``start_at`` minus the time its first segment was ready.
+        underruns: Times its playback ran dry before the next chunk (pacing on).
     """
 
     def __init__(self, uid: int, text: str, segments: list, voice: VoiceParams,
@@ -162,6 +176,9 @@ class Utterance:
         self.audio_samples = 0
         self.sample_rate = 0
         self.synth_seconds = 0.0
+        self.start_at = 0.0
+        self.start_delay_s = 0.0
+        self.underruns = 0
         self._on_done = on_done
         self._on_chunk = on_chunk
         self._halt = threading.Event()  # set on cancel or abort: publish nothing more
