@@ -10,6 +10,12 @@
   synthesis (452 ms vs 82 ms on the tiny model in issue 13).
 * **First segment.** Node TTFA over the raw ``generate()`` time of the first sentence alone
   (paired by repetition, from the main comparison): target <= 0.5.
+* **Long first sentences** (``bench/first_segment.py``, no ROS): the node's pipeline TTFA
+  over raw ``generate()`` of the first sentence alone, for first sentences of 21-270
+  characters with only 、 inside, ``first_segment_morae`` 0 (off) and the node's default.
+* **Gapless starts** (``bench/gapless.py``, no ROS): underruns per utterance and TTFA with
+  ``gapless`` off and on, 1 ONNX thread, on the real clock and on a clock 4x faster (a
+  board 4x slower, like a Raspberry Pi 4B).
 * **Phrase cache.** A node with ``phrase_cache_mb`` and ``preload_phrases`` holding the
   1-sentence text: text published -> first chunk received for that text (hits) and for a
   sentence it has not seen (miss). Target: hit TTFA <= 20 ms.
@@ -17,7 +23,11 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 import re
+import subprocess
+import sys
 
 from bench import report
 
@@ -27,6 +37,14 @@ CANCEL_NEXT_MARGIN_S = 0.050
 FIRST_SEGMENT_RATIO = 0.5
 #: Phrase-cache hit TTFA, at most (s).
 CACHE_HIT_TTFA_S = 0.020
+#: Underruns per utterance with ``gapless`` on, at most.
+GAPLESS_UNDERRUNS = 0
+#: ``first_segment_morae`` values compared by bench/first_segment.py (0 = off).
+MORAE_COMPARED = (0, 8)
+#: Repetitions of the no-ROS speech scripts (each runs alternating off/on pairs).
+SCRIPT_REPS = 2
+#: Clock speed-ups of bench/gapless.py: the real clock, and a board 4x slower.
+GAPLESS_SLOWDOWNS = (1.0, 4.0)
 #: Phrase cache of the cache node, MiB.
 CACHE_MB = 64
 #: The TTFA in the node's per-utterance INFO line (hayakoe_ros/node/diagnostics.py).
@@ -76,8 +94,46 @@ def _with_node_ttfa(client, run: dict) -> dict:
     return dict(run, node_ttfa_s=float(found[-1]) if found else None)
 
 
-def analyse(h: dict) -> dict:
-    """Summaries of the measurements in ``h`` (the hayakoe part of the results)."""
+def run_scripts(recipe: str, root: Path, log_dir: Path, log) -> dict:
+    """Run bench/first_segment.py and bench/gapless.py on the benchmark model; their JSON.
+
+    Each runs in a process of its own (no ROS), one after the other, with stderr in
+    ``log_dir``. Returns ``{'first_segment': {...}, 'gapless': {slowdown: {...}}}``;
+    raises ``RuntimeError`` (with the script's log) if one fails.
+    """
+    bench = Path(__file__).resolve().parent
+    out: dict = {'gapless': {}}
+    jobs: list[tuple[str, list[str], float | None]] = [
+        ('first_segment', ['first_segment.py', '--threads', '2', '--morae',
+                           *map(str, MORAE_COMPARED)], None)]
+    jobs += [(f'gapless_x{s:g}', ['gapless.py', '--threads', '1', '--slowdown', str(s)], s)
+             for s in GAPLESS_SLOWDOWNS]
+    for name, argv, slowdown in jobs:
+        log(f'{name}: bench/{argv[0]} (no ROS)')
+        result = log_dir / f'{name}.json'
+        err = log_dir / f'{name}.log'
+        with open(err, 'w', encoding='utf-8') as stderr:
+            rc = subprocess.call([sys.executable, str(bench / argv[0]), *argv[1:],
+                                  '--recipe', recipe, '--model-root', str(root),
+                                  '--reps', str(SCRIPT_REPS), '--json', str(result)],
+                                 stdout=subprocess.DEVNULL, stderr=stderr,
+                                 cwd=bench.parent)
+        if rc != 0:
+            raise RuntimeError(f'bench/{argv[0]} failed ({rc}):\n'
+                               f'{err.read_text(errors="replace")[-3000:]}')
+        data = json.loads(result.read_text(encoding='utf-8'))
+        if slowdown is None:
+            out['first_segment'] = data
+        else:
+            out['gapless'][str(slowdown)] = data
+    return out
+
+
+def analyse(h: dict, extras: dict) -> dict:
+    """Summaries of the measurements in ``h`` (the hayakoe part of the results).
+
+    ``extras``: what :func:`run_scripts` returned (may be empty).
+    """
     out: dict = {}
     cn = h.get('cancel_next')
     if cn:
@@ -101,6 +157,35 @@ def analyse(h: dict) -> dict:
             logged = [r['node_ttfa_s'] for r in cache[k] if r.get('node_ttfa_s') is not None]
             if logged:
                 out['cache'][f'{k}_node'] = report.summary(logged)
+    fs = extras.get('first_segment')
+    if fs:
+        default = str(MORAE_COMPARED[-1])
+        out['first_sentences'] = {
+            name: {'chars': row['chars'], 'raw_s': report.summary(row['raw_s']),
+                   'morae': {m: {'off': report.summary(c['off']), 'on': report.summary(c['on']),
+                                 'ratio_off': c['ratio_off'], 'ratio_on': c['ratio_on'],
+                                 'delay': report.summary(c['delay']),
+                                 'first_segment': c['first_segment']}
+                             for m, c in row['node'].items()}}
+            for name, row in fs['sentences'].items()}
+        long_rows = [r for r in out['first_sentences'].values() if r['chars'] >= 60]
+        if long_rows:
+            out['first_long_ratio'] = max(max(r['morae'][default]['ratio_off'],
+                                              r['morae'][default]['ratio_on'])
+                                          for r in long_rows)
+            out['first_long_chars'] = (min(r['chars'] for r in long_rows),
+                                       max(r['chars'] for r in long_rows))
+    gl = extras.get('gapless')
+    if gl:
+        out['gapless'] = {}
+        for slowdown, data in gl.items():
+            rows = {}
+            for text, settings in data['runs'].items():
+                rows[text] = {setting: {k: report.summary([r[k] for r in runs])
+                                        for k in ('underruns', 'late_s', 'ttfa_s',
+                                                  'start_delay_s', 'rtf')}
+                              for setting, runs in settings.items()}
+            out['gapless'][slowdown] = rows
     return out
 
 
@@ -119,6 +204,21 @@ def claims(a: dict) -> list:
     rows.append(['node TTFA / raw generate() of the first sentence alone (1 sentence)',
                  report.fmt(r), f'≤ {FIRST_SEGMENT_RATIO}',
                  report.status(r['median'], FIRST_SEGMENT_RATIO, False)])
+    if 'first_long_ratio' in a:
+        lo, hi = a['first_long_chars']
+        r = a['first_long_ratio']
+        rows.append([f'node TTFA / raw generate() of the first sentence alone, first '
+                     f'sentences of {lo}–{hi} characters (first_segment_morae '
+                     f'{MORAE_COMPARED[-1]}, no ROS; worst sentence, gapless off or on)',
+                     f'{r:.2f}', f'≤ {FIRST_SEGMENT_RATIO}',
+                     report.status(r, FIRST_SEGMENT_RATIO, False)])
+    for slowdown, rows_g in a.get('gapless', {}).items():
+        on = max(s['on']['underruns']['max'] for s in rows_g.values() if 'on' in s)
+        off = max(s['off']['underruns']['max'] for s in rows_g.values() if 'off' in s)
+        clock = 'real clock' if float(slowdown) == 1 else f'{float(slowdown):g}x slower board'
+        rows.append([f'underruns per utterance, gapless on, 1 ONNX thread ({clock}; 3 and '
+                     '10 sentences, no ROS)', f'{on:.0f} (gapless off: up to {off:.0f})',
+                     f'≤ {GAPLESS_UNDERRUNS}', report.status(on, GAPLESS_UNDERRUNS, False)])
     c = a.get('cache', {}).get('hit')
     if c:
         rows.append(['phrase-cache hit TTFA (text published → first chunk received)',
@@ -154,6 +254,33 @@ def markdown(a: dict) -> list:
               f"{fa['node']['median'] * 1000:.0f} ms, generate() "
               f"{fa['raw']['median'] * 1000:.0f} ms for the 1-sentence text):", '',
               report.table(rows), '']
+    if 'first_sentences' in a:
+        morae = [str(m) for m in MORAE_COMPARED]
+        rows = [['first sentence', 'raw generate()'] + [
+            f'node TTFA, first_segment_morae {m}' + (' (off)' if m == '0' else '')
+            for m in morae]]
+        for name, r in a['first_sentences'].items():
+            rows.append([name, f"{r['raw_s']['median']:.2f} s"] + [
+                f"{r['morae'][m]['off']['median']:.2f} s = {r['morae'][m]['ratio_off']:.2f}x; "
+                f"gapless {r['morae'][m]['on']['median']:.2f} s = "
+                f"{r['morae'][m]['ratio_on']:.2f}x" for m in morae])
+        lines += ["Long first sentences (`bench/first_segment.py`: the node's speech pipeline "
+                  'in one process, no ROS, 2 threads, alternating with raw `generate()` of '
+                  'the same sentence alone; ratios are medians of the paired ratios):', '',
+                  report.table(rows), '']
+    for slowdown, rows_g in a.get('gapless', {}).items():
+        clock = ('the real clock' if float(slowdown) == 1 else
+                 f'a clock {float(slowdown):g}x faster than real time (every synthesis '
+                 f'second counts {float(slowdown):g}x: a board {float(slowdown):g}x slower)')
+        rows = [['text', 'gapless', 'underruns per utterance', 'silence they added', 'TTFA',
+                 'start delay', 'RTF (synthesis s / audio s)']]
+        for text, settings in rows_g.items():
+            for setting, m in settings.items():
+                rows.append([text, setting, fmt(m['underruns'], digits=0),
+                             fmt(m['late_s'], ' s'), fmt(m['ttfa_s'], ' s'),
+                             fmt(m['start_delay_s'], ' s'), fmt(m['rtf'])])
+        lines += [f'Gapless starts (`bench/gapless.py`: the speech pipeline, no ROS, 1 ONNX '
+                  f'thread, pacing on, on {clock}):', '', report.table(rows), '']
     c = a.get('cache')
     if c:
         rows = [['phrase cache', 'text published → first chunk received',

@@ -297,8 +297,8 @@ def speed(runs: list, time_key: str) -> list:
     return [r['audio_s'] / r[time_key] for r in runs]
 
 
-def analyse(h: dict, micro: dict, ojt: dict) -> dict:
-    """Turn raw measurements into summaries and claims."""
+def analyse(h: dict, micro: dict, ojt: dict, extras: dict | None = None) -> dict:
+    """Turn raw measurements into summaries and claims (``extras``: the speech scripts')."""
     out: dict = {'throughput': {}, 'ttfa': {}, 'claims': []}
     for n in SIZES:
         raw_sf = speed(h['generate'][n], 'compute_s')
@@ -325,7 +325,7 @@ def analyse(h: dict, micro: dict, ojt: dict) -> dict:
                                 [r['ttfa_s'] for r in h['stream'][1]]),
         'generate': report.ratios([r['compute_s'] for r in h['generate'][10]],
                                   [r['compute_s'] for r in h['generate'][1]])}
-    out['responsiveness'] = responsiveness.analyse(h)
+    out['responsiveness'] = responsiveness.analyse(h, extras or {})
     out['cancel'] = {k: report.summary([c[k] for c in h['cancel']])
                      for k in ('latency_s', 'ack_s', 'late_chunks', 'downstream_s')}
     rss = h['rss']
@@ -580,7 +580,7 @@ def render(path: Path, out_md: Path) -> int:
     for key in ('generate', 'node'):
         if key in ojt:
             ojt[key] = _by_size(ojt[key])
-    a = analyse(h, results['raw']['micro'], ojt)
+    a = analyse(h, results['raw']['micro'], ojt, results['raw'].get('extras'))
     results['summary'] = a
     generated = markdown(a, results)
     path.write_text(json.dumps(results, indent=1, ensure_ascii=False, default=str) + '\n',
@@ -607,6 +607,8 @@ def main(argv=None) -> int:
                         help='ONNX Runtime threads of the main comparison')
     parser.add_argument('--no-openjtalk', action='store_true')
     parser.add_argument('--no-micro', action='store_true')
+    parser.add_argument('--no-speech-scripts', action='store_true',
+                        help='skip bench/first_segment.py and bench/gapless.py (no ROS)')
     parser.add_argument('--render', type=Path, metavar='RESULTS_JSON',
                         help='measure nothing: re-render the tables of a results.json')
     parser.add_argument('--out-json', type=Path, default=REPO / 'bench' / 'results.json')
@@ -645,6 +647,8 @@ def main(argv=None) -> int:
                     args, root, speaker, texts, rate_texts, log_dir)
                 ojt = {} if args.no_openjtalk else measure_openjtalk(args, texts, log_dir,
                                                                      ns)
+                extras = {} if args.no_speech_scripts else responsiveness.run_scripts(
+                    args.recipe, root, log_dir, log)
             except Exception:
                 for f in sorted(log_dir.iterdir()):  # the processes' logs explain it
                     print(f'--- {f.name}\n{f.read_text(errors="replace")[-4000:]}',
@@ -671,9 +675,9 @@ def main(argv=None) -> int:
             'model_build_s': manifest.get('build_seconds'),
         },
         'startup': h['startup'],
-        'raw': {'hayakoe': h, 'micro': micro, 'openjtalk': ojt},
+        'raw': {'hayakoe': h, 'micro': micro, 'openjtalk': ojt, 'extras': extras},
     }
-    a = analyse(h, micro, ojt)
+    a = analyse(h, micro, ojt, extras)
     results['summary'] = a
     generated = markdown(a, results)
     args.out_json.write_text(json.dumps(results, indent=1, ensure_ascii=False,
