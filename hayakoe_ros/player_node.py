@@ -320,7 +320,9 @@ class PlayerNode(LifecycleNode):
 
 def main(args=None) -> int:
     """Entry point of ``ros2 run hayakoe_ros player_node``; returns the exit status."""
-    return run(PlayerNode, args, num_threads=2)
+    # One thread: the PortAudio callback needs the GIL every 25 ms, and rclpy's
+    # multi-threaded executor can hold it for a large fraction of a second (runner.run).
+    return run(PlayerNode, args, num_threads=1)
 
 
 if __name__ == '__main__':
