@@ -9,8 +9,11 @@ through PortAudio (:mod:`hayakoe_ros.player.device`); the timing rules are in
 :mod:`hayakoe_ros.player.playout`. Stamps are node-clock (ROS) times: the publisher and
 the player must share a clock (same machine, or synchronised clocks).
 
-Interfaces: subscribes ``audio``; publishes ``/diagnostics`` (underruns, output latency,
-device, rates); the standard lifecycle services.
+Interfaces: subscribes ``audio`` (logs each change in its matched publishers: audio sent
+before the match is not received); publishes ``/diagnostics`` (underruns, least headroom,
+output latency, device, rates); the standard lifecycle services. At DEBUG level it logs
+every chunk's arrival against its stamp and its headroom (``--log-level
+player_node:=debug``).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from audio_common_msgs.msg import AudioStamped
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.event_handler import QoSSubscriptionMatchedInfo, SubscriptionEventCallbacks
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.qos_overriding_options import QoSOverridingOptions
@@ -55,10 +59,10 @@ _SPECS = (
     ParameterSpec('latency', 0.1, 'Output latency asked of the device (s): more survives '
                   'CPU stalls, less starts the sound sooner.', Apply.RELOAD,
                   range=(0.005, 2.0)),
-    ParameterSpec('buffer', 0.1, 'Jitter buffer (s): the first chunk of an utterance plays '
-                  'this much later, so later chunks may arrive this much late without an '
-                  'underrun. Adds to the text-to-sound latency.', Apply.RELOAD,
-                  range=(0.0, 2.0)),
+    ParameterSpec('buffer', 0.1, 'Jitter buffer (s): the first chunk of an utterance is '
+                  'rendered this long after it arrives (and heard the output latency '
+                  'later), so later chunks may arrive this much late without an underrun. '
+                  'Adds to the text-to-sound latency.', Apply.RELOAD, range=(0.0, 2.0)),
     ParameterSpec('device_rate', 0, "Device sample rate (Hz): 0 = the stream's own when the "
                   "device takes it, else the device's default; resampled (libsoxr) when they "
                   'differ.', Apply.RELOAD, range=(0, 192000)),
@@ -185,12 +189,18 @@ class PlayerNode(LifecycleNode):
                          durability=DurabilityPolicy.VOLATILE)
         self._sub = self.create_subscription(
             AudioStamped, 'audio', self._on_audio, qos, callback_group=self._group,
-            qos_overriding_options=QoSOverridingOptions.with_default_policies())
+            qos_overriding_options=QoSOverridingOptions.with_default_policies(),
+            event_callbacks=SubscriptionEventCallbacks(matched=self._on_matched))
         self._active = True
         self._state_label = 'active'
         device = self._player.device_name if self._player is not None else '?'
         self.get_logger().info(f'ready: playing {self._sub.topic_name} on {device!r}')
         return super().on_activate(state)
+
+    def _on_matched(self, info: QoSSubscriptionMatchedInfo) -> None:
+        sub = self._sub
+        topic = sub.topic_name if sub is not None else 'audio'
+        self.get_logger().info(f'{topic}: {info.current_count} publisher(s) matched')
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Stop listening, play out what was received (bounded), close the device."""
@@ -247,11 +257,17 @@ class PlayerNode(LifecycleNode):
             return
         try:
             samples = decode(msg)
-            # Stamp (node clock) -> monotonic: the clocks' offset, read now.
+            # The stamp stays in the node clock (exact: contiguity is judged on it); the
+            # clocks' offset, read now, only places the first chunk of a run.
             now_ns = self.get_clock().now().nanoseconds
+            clock_offset = time.monotonic() - now_ns * 1e-9
             stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-            stamp = time.monotonic() + (stamp_ns - now_ns) * 1e-9
-            if player.submit(stamp, samples, int(msg.audio.info.rate)):
+            stamp = stamp_ns * 1e-9
+            late = player.submit(stamp, samples, int(msg.audio.info.rate), clock_offset)
+            self.get_logger().debug(
+                f'chunk stamped {stamp:.6f}: arrived {(stamp_ns - now_ns) * 1e-6:+.1f} ms '
+                f'before its stamp, {player.last_headroom_s * 1e3:+.1f} ms before its turn')
+            if late:
                 self.get_logger().warning('underrun: a chunk arrived after the sound before '
                                           'it had played; played at once',
                                           throttle_duration_sec=5.0)
@@ -282,6 +298,7 @@ class PlayerNode(LifecycleNode):
             values.update(device=player.device_name, device_rate_hz=player.stream_rate,
                           output_latency_s=f'{player.latency_s:.4f}',
                           underruns=stats.underruns, late_s=f'{stats.late_s:.3f}',
+                          min_headroom_s=f'{stats.min_headroom_s:.3f}',
                           xruns=player.xruns, chunks=stats.chunks,
                           resampled_chunks=stats.resampled,
                           queued_s=f'{player.queued_s:.3f}')
@@ -303,7 +320,9 @@ class PlayerNode(LifecycleNode):
 
 def main(args=None) -> int:
     """Entry point of ``ros2 run hayakoe_ros player_node``; returns the exit status."""
-    return run(PlayerNode, args, num_threads=2)
+    # One thread: the PortAudio callback needs the GIL every 25 ms, and rclpy's
+    # multi-threaded executor can hold it for a large fraction of a second (runner.run).
+    return run(PlayerNode, args, num_threads=1)
 
 
 if __name__ == '__main__':

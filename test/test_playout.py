@@ -104,6 +104,83 @@ def test_a_pause_in_the_stamps_is_reproduced_and_queued_audio_is_never_overlappe
     assert playout.stats.underruns == 0
 
 
+def test_clock_reading_jitter_never_moves_a_chunk_within_an_utterance():
+    """Stamps are judged in the publisher's clock, not through jittery clock readings.
+
+    ROS-time stamps, a clock offset read at every chunk with 0.5 ms of jitter (as seen on a
+    busy 2-core machine) and a DAC time that wobbles: the sound stays gapless.
+    """
+    playout = Playout(RATE, buffer_s=0.05)
+    dev = Device(playout)
+    dev.run(0.05)
+    rng = np.random.default_rng(1)
+    ros_t0 = 1_796_095_127.611853278  # ROS time (s) of the first chunk's stamp
+    offset = dev.now - ros_t0         # monotonic minus ROS time, as read exactly
+    audio = ramp(12 * 480)
+    for k in range(12):  # 30 ms chunks at playback rate
+        jitter = rng.uniform(-0.0005, 0.0005)
+        playout.push(ros_t0 + k * 480 / RATE, audio[k * 480:(k + 1) * 480], RATE, dev.now,
+                     clock_offset=offset + jitter)
+        for _ in range(3):  # 10 ms buffers whose reported DAC time wobbles by +-2 ms
+            buf = np.zeros(dev.block, np.float32)
+            wobble = rng.uniform(-0.002, 0.002)
+            playout.render(buf, dev.t + wobble, dev.t - dev.latency)
+            dev.out.append(buf)
+            dev.t += dev.block / RATE
+    dev.run(0.2)
+    heard = dev.heard()
+    first = int(np.nonzero(heard)[0][0])
+    np.testing.assert_array_equal(heard[first:first + audio.size], audio)  # no gap, no seam
+    assert playout.stats.underruns == 0 and playout.stats.min_headroom_s > 0
+
+
+def test_a_pause_while_playing_is_timed_from_the_previous_chunk_not_the_device_clock():
+    """A pause while audio plays is reproduced from the stamps, sample-exact.
+
+    The first chunk arrives before the device's first callback, so its place rests on the
+    latency the stream announced (100 ms) while the device then reports 20 ms: a 30 ms
+    pause in the stamps later is still exactly 30 ms of silence.
+    """
+    playout = Playout(RATE, buffer_s=0.05)
+    dev = Device(playout, latency=0.02)
+    stamp = dev.now
+    playout.push(stamp, ramp(1600), RATE, dev.now, latency_s=0.1)  # 100 ms of audio
+    dev.run(0.05)
+    assert playout.push(stamp + 0.13, ramp(800, 1600), RATE, dev.now) is False
+    dev.run(0.4)
+    heard = dev.heard()
+    s0 = int(np.nonzero(heard)[0][0])
+    np.testing.assert_array_equal(heard[s0:s0 + 1600], ramp(1600))
+    assert not heard[s0 + 1600:s0 + 2080].any()                      # 30 ms, exactly
+    np.testing.assert_array_equal(heard[s0 + 2080:s0 + 2880], ramp(800, 1600))
+
+
+def test_a_new_stream_renders_its_latency_at_once_without_eating_the_jitter_buffer():
+    """The jitter buffer counts from when the first chunk is rendered, not in frames.
+
+    PortAudio prefills a starting stream: its first callbacks render the whole output
+    latency (100 ms) back to back. The first chunk arrives before them; the second, 60 ms
+    later, is still within the 80 ms jitter buffer, so it is not late.
+    """
+    playout = Playout(RATE, buffer_s=0.08)
+    dev = Device(playout, latency=0.1)
+    stamp = dev.now
+    playout.push(stamp, ramp(480), RATE, dev.now, latency_s=0.1)  # 30 ms
+    for _ in range(10):  # the prefill: 100 ms rendered at once, at the stream's start
+        buf = np.zeros(dev.block, np.float32)
+        playout.render(buf, dev.t, stamp)
+        dev.out.append(buf)
+        dev.t += dev.block / RATE
+    dev.run(0.06)  # then in real time: 60 ms later, the next chunk arrives
+    assert not playout.push(stamp + 0.03, ramp(480, 480), RATE, dev.now, latency_s=0.1)
+    dev.run(0.3)
+    heard = dev.heard()
+    s0 = int(np.nonzero(heard)[0][0])
+    np.testing.assert_array_equal(heard[s0:s0 + 960], ramp(960))
+    assert playout.stats.underruns == 0
+    assert playout.stats.min_headroom_s == pytest.approx(0.08 - 0.06 + 0.03, abs=0.011)
+
+
 def test_another_rate_is_resampled_and_the_last_chunk_is_flushed_whole():
     playout = Playout(48000)
     dev = Device(playout)
@@ -153,7 +230,7 @@ def test_player_opens_the_streams_rate_or_resamples_when_the_device_refuses_it()
     player.submit(0.0, np.zeros(160, np.float32), 16000)
     assert fake.opened == [16000]  # the device takes it: no conversion
     # Between utterances (nothing queued): 44100 is refused -> the default 48000 + soxr.
-    player._playout.render(np.zeros(3200, np.float32), 0.0, 0.0)  # 0.2 s: played out
+    player._playout.render(np.zeros(6400, np.float32), 0.0, 0.0)  # 0.4 s: played out
     player.submit(1.0, np.zeros(441, np.float32), 44100)
     assert fake.opened == [16000, 48000] and player.stats().resampled == 1
     forced = Player(PlayerConfig(device_rate=48000), backend=FakeSoundDevice({16000}, 16000))

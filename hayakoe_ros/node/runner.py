@@ -22,7 +22,8 @@ import time
 from typing import Callable
 
 import rclpy
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import (ExternalShutdownException, MultiThreadedExecutor,
+                             SingleThreadedExecutor)
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.signals import SignalHandlerOptions
 
@@ -46,7 +47,11 @@ def run(factory: Callable, args=None, num_threads: int = 4) -> int:
     Args:
         factory: Builds the node (called after ``rclpy.init``).
         args: Command-line arguments for ``rclpy.init`` (None: ``sys.argv``).
-        num_threads: Executor threads.
+        num_threads: Executor threads; 1 runs every callback in this thread
+            (``SingleThreadedExecutor``). rclpy's ``MultiThreadedExecutor`` (9.1, Kilted)
+            re-yields a callback that waits in its thread pool, so its spinning thread
+            loops while holding the GIL (ros2/rclpy#1452, fixed upstream in #1547): up to
+            0.58 s at a time measured in player_node, starving every other Python thread.
 
     Returns:
         The exit status: 0, or 1 when the autostart configure failed.
@@ -56,7 +61,8 @@ def run(factory: Callable, args=None, num_threads: int = 4) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     node = factory()
-    executor = MultiThreadedExecutor(num_threads=num_threads)
+    executor = (SingleThreadedExecutor() if num_threads == 1
+                else MultiThreadedExecutor(num_threads=num_threads))
     executor.add_node(node)
     code = 0
     try:

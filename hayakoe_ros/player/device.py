@@ -146,13 +146,17 @@ class Player:
             self._base = _add(self._base, self._playout.stats)
             self._playout = None
 
-    def submit(self, stamp: float, samples: np.ndarray, rate: int) -> bool:
+    def submit(self, stamp: float, samples: np.ndarray, rate: int,
+               clock_offset: float = 0.0) -> bool:
         """Queue one chunk (see :meth:`Playout.push`); opens or reopens the stream.
 
         Args:
-            stamp: Intended playback time of its first sample (monotonic s).
+            stamp: Intended playback time of its first sample (s), in the publisher's
+                clock.
             samples: Mono float32 ``(frames,)``, +-1.0 full scale.
             rate: Its sample rate (Hz).
+            clock_offset: This player's clock minus the publisher's (s), so that
+                ``stamp + clock_offset`` is monotonic; 0 for monotonic stamps.
 
         Returns:
             True if the chunk was late (an underrun).
@@ -168,7 +172,8 @@ class Player:
                 self._open(self.rate_for(rate))  # between utterances: follow the rate
                 playout = self._playout
             assert playout is not None  # _open() set it or raised
-            return playout.push(stamp, samples, rate, self._clock(), self.latency_s)
+            return playout.push(stamp, samples, rate, self._clock(), self.latency_s,
+                                clock_offset)
 
     def drain(self, timeout: float) -> bool:
         """Wait (at most ``timeout`` s) until everything queued has been played."""
@@ -221,6 +226,12 @@ class Player:
         return self.config.latency_s
 
     @property
+    def last_headroom_s(self) -> float:
+        """Headroom of the last chunk submitted (s; see :attr:`Playout.last_headroom_s`)."""
+        playout = self._playout
+        return playout.last_headroom_s if playout is not None else 0.0
+
+    @property
     def queued_s(self) -> float:
         """Audio waiting to be played (s)."""
         playout = self._playout
@@ -239,4 +250,5 @@ def _add(a: PlayoutStats, b: PlayoutStats) -> PlayoutStats:
                         late_s=a.late_s + b.late_s,
                         frames_played=a.frames_played + b.frames_played,
                         output_latency_s=b.output_latency_s,
-                        resampled=a.resampled + b.resampled)
+                        resampled=a.resampled + b.resampled,
+                        min_headroom_s=min(a.min_headroom_s, b.min_headroom_s))

@@ -11,21 +11,33 @@ what the device asks for, from the device's callback:
   *late*: it plays at once and counts as an underrun.
 * Any other chunk (the first of an utterance, or one after a pause the publisher put in
   its stamps) starts a run when the device is idle: it plays at its stamp, or, when the
-  stamp has passed, after the jitter buffer (``buffer_s``; the first chunk of an utterance
-  is stamped with its publish time, so this is the usual case). While audio still plays,
-  it keeps the current run's delay, so the pause in the stamps is reproduced exactly.
-  Never over audio already queued (nothing is dropped, nothing overlaps).
+  stamp has passed, rendered the jitter buffer (``buffer_s``) after it arrived (the first
+  chunk of an utterance is stamped with its publish time, so this is the usual case).
+  While audio still plays, it follows the previous chunk after exactly the pause between
+  their stamps. Never over audio already queued (nothing is dropped, nothing overlaps).
 * A chunk at another rate than the device's is resampled (libsoxr, one stream per run of
   contiguous chunks, so there are no seams between chunks); the resampler's last
   ``~10 ms`` are flushed when the run ends (:meth:`Playout.flush_idle`).
 
-Times are monotonic seconds; device frames count from the stream's start.
+The first two rules compare stamps in the publisher's own clock, never through the
+device's clock: stamps are exact there (``tts_node``'s are exactly ``chunk / rate``
+apart), while a stamp converted to this process's monotonic clock carries the jitter of
+reading two clocks (up to 0.5 ms measured on a busy 2-core machine, against a contiguity
+tolerance of 10 us at 48 kHz), and the device's reported DAC time is only an estimate
+(off by the whole output latency before the first callback). Placing chunks by those
+mid-utterance put gaps of a few samples to 0.1 s into the sound. Only the start of a run
+on an idle device is placed through the clocks (``clock_offset``,
+:meth:`Playout.frame_at`).
+
+Times are monotonic seconds (stamps: the publisher's clock, see :meth:`Playout.push`);
+device frames count from the stream's start.
 """
 
 from __future__ import annotations
 
 import collections
 import dataclasses
+import math
 import threading
 from typing import Optional
 
@@ -35,7 +47,8 @@ import soxr
 #: Two chunks whose stamps differ from exact continuation by at most this many samples
 #: are contiguous (tts_node's stamps are exact to the nanosecond within an utterance; any
 #: larger step is a pause the publisher put there, e.g. after its own underrun, and is
-#: reproduced).
+#: reproduced). Stamps of about 1.8e9 s (ROS time) as doubles are exact to 0.24 us, a
+#: fraction of this tolerance up to 192 kHz.
 CONTIGUOUS_TOL_SAMPLES = 0.5
 
 #: libsoxr quality recipe of the player's rate conversion.
@@ -55,6 +68,10 @@ class PlayoutStats:
         output_latency_s: Last measured time from rendering a buffer to hearing it (s):
             the device's DAC time minus the callback's current time.
         resampled: Chunks that were resampled to the device rate.
+        min_headroom_s: Least headroom of a contiguous chunk (s; ``inf`` before one):
+            how long before the device would have rendered its first frame it arrived
+            (negative for an underrun). What the jitter buffer and the publisher's lead
+            left to spare; near 0, underruns are near.
     """
 
     chunks: int = 0
@@ -63,6 +80,7 @@ class PlayoutStats:
     frames_played: int = 0
     output_latency_s: float = 0.0
     resampled: int = 0
+    min_headroom_s: float = math.inf
 
 
 class Playout:
@@ -71,49 +89,66 @@ class Playout:
     Args:
         device_rate: The stream's sample rate (Hz).
         volume: Linear gain applied when rendering (live; output is clipped to +-1.0).
-        buffer_s: Jitter buffer (s): a chunk that starts a run (not contiguous with the
-            previous one) plays no earlier than this after the next frame to render, so
-            the chunks after it may arrive up to this much later than their stamps
-            without an underrun. It adds to the text-to-sound latency.
+        buffer_s: Jitter buffer (s): a chunk that starts a run on an idle device is
+            rendered no sooner than this after it arrives (and heard the output latency
+            after that), so the chunks after it may arrive up to this much later than
+            their turn without an underrun. It adds to the text-to-sound latency. It
+            counts from the device's render position in time, not in frames: a stream
+            that has just opened renders its whole output latency at once, which would
+            otherwise swallow the buffer (seen: 18 ms left of 100).
     """
 
     def __init__(self, device_rate: int, volume: float = 1.0, buffer_s: float = 0.0) -> None:
         self.device_rate = int(device_rate)
         self.volume = float(volume)
-        self.buffer_frames = int(round(buffer_s * device_rate))
+        self.buffer_s = float(buffer_s)
         self.stats = PlayoutStats()
         self._lock = threading.Lock()
         self._blocks: collections.deque = collections.deque()  # [start_frame, float32]
         self._frame = 0                    # next frame the device will render
         self._ref: Optional[tuple] = None  # (frame, monotonic DAC time) of the last render
         self._end_frame = 0                # end of the last queued block
-        self._offset = 0                   # frames between stamps and playback, this run
-        self._prev_stamp_end: Optional[float] = None
+        self._prev_stamp_end: Optional[float] = None  # publisher's clock (s)
+        self._run_open = False             # the next chunk may continue the previous one
         self._prev_rate = 0
         self._resampler: Optional['soxr.ResampleStream'] = None
         self._last_push = 0.0
         #: Monotonic time (s) at which the last audio rendered so far will have been heard.
         self.audible_until = 0.0
+        #: Headroom of the last chunk pushed (s): from its arrival to the device's render
+        #: of its first frame, estimated in frames queued before it; negative if late.
+        self.last_headroom_s = 0.0
 
     # ------------------------------------------------------------------ producer side
-    def frame_at(self, t: float, now: float, latency_s: float) -> float:
-        """Device frame that plays at monotonic time ``t`` (needs no lock: a snapshot)."""
-        if self._ref is None:  # not rendered yet: the next frame plays after the latency
-            frame, when = self._frame, now + latency_s
+    def frame_at(self, t: float, now: float) -> float:
+        """Device frame heard at monotonic time ``t`` (needs no lock: a snapshot).
+
+        From the last render's DAC time; before the first render, the next frame is taken
+        to be heard at ``now``: a starting stream renders its output latency ahead at once
+        (PortAudio prefills its buffer), so this errs towards more headroom.
+        """
+        if self._ref is None:
+            frame, when = self._frame, now
         else:
             frame, when = self._ref
         return frame + (t - when) * self.device_rate
 
     def push(self, stamp: float, samples: np.ndarray, rate: int, now: float,
-             latency_s: float = 0.0) -> bool:
+             latency_s: float = 0.0, clock_offset: float = 0.0) -> bool:
         """Queue one chunk.
 
         Args:
-            stamp: Intended playback time of its first sample, monotonic seconds.
+            stamp: Intended playback time of its first sample (s), in the publisher's
+                clock (e.g. ROS time); contiguity and pauses are judged on it alone.
             samples: Mono float32 PCM ``(frames,)``, +-1.0 full scale, at ``rate``.
             rate: Its sample rate (Hz).
             now: Current monotonic time (s).
-            latency_s: Output latency to assume before the device's first render (s).
+            latency_s: Output latency (s): from rendering a frame to hearing it (the
+                device's measured DAC time minus callback time, else the stream's).
+            clock_offset: Monotonic minus publisher clock (s): ``stamp + clock_offset``
+                is the stamp as a monotonic time. Used only to place the start of a run
+                on an idle device, so its reading jitter never moves a chunk within a
+                run. 0 when stamps are monotonic already.
 
         Returns:
             True if it was late (an underrun), else False.
@@ -121,12 +156,14 @@ class Playout:
         samples = np.asarray(samples, dtype=np.float32)
         with self._lock:
             self.stats.chunks += 1
-            contiguous = (self._prev_stamp_end is not None and rate == self._prev_rate
-                          and abs(stamp - self._prev_stamp_end) * rate
-                          <= CONTIGUOUS_TOL_SAMPLES)
+            gap_s = (stamp - self._prev_stamp_end if self._prev_stamp_end is not None
+                     else 0.0)  # step from exact continuation, publisher's clock
+            contiguous = (self._run_open and rate == self._prev_rate
+                          and abs(gap_s) * rate <= CONTIGUOUS_TOL_SAMPLES)
             if not contiguous:
                 self._flush_resampler()
             self._prev_stamp_end = stamp + samples.size / rate
+            self._run_open = True
             self._prev_rate = rate
             self._last_push = now
             if rate != self.device_rate:
@@ -139,18 +176,22 @@ class Playout:
             late = False
             if contiguous:
                 start = self._end_frame
+                headroom = (start - earliest) / self.device_rate
+                self.stats.min_headroom_s = min(self.stats.min_headroom_s, headroom)
                 if start < earliest:
                     late = True
                     self.stats.underruns += 1
-                    self.stats.late_s += (earliest - start) / self.device_rate
+                    self.stats.late_s += -headroom
                     start = earliest
-            else:
-                target = int(round(self.frame_at(stamp, now, latency_s)))
-                if self._end_frame > earliest:  # still playing: keep this run's offset,
-                    start = max(target + self._offset, earliest, self._end_frame)  # exact gap
-                else:  # idle: a new run, after the jitter buffer
-                    start = max(target, earliest + self.buffer_frames)
-                    self._offset = start - target
+            elif self._end_frame > earliest:  # still playing: the stamped pause, exactly
+                start = self._end_frame + max(0, int(round(gap_s * self.device_rate)))
+            else:  # idle: a new run, at its stamp or rendered after the jitter buffer
+                target = self.frame_at(stamp + clock_offset, now)
+                ready = self.frame_at(now + self.buffer_s + latency_s, now)
+                start = max(int(round(target)), math.ceil(ready), earliest)
+            if not contiguous:
+                headroom = (start - earliest) / self.device_rate
+            self.last_headroom_s = headroom
             self._append(start, samples)
             return late
 
@@ -171,7 +212,7 @@ class Playout:
         with self._lock:
             if self._resampler is not None and now - self._last_push > idle_s:
                 self._flush_resampler()
-                self._prev_stamp_end = None
+                self._run_open = False
 
     # ------------------------------------------------------------------ device side
     def render(self, out: np.ndarray, dac_time: float, now: float) -> None:
