@@ -217,19 +217,7 @@ class BenchClient:
         """
         from action_msgs.msg import GoalStatus
 
-        mark = self.rec.mark()
-        goal = self._tts.Goal(text=text)
-        handle = _wait(self._action.send_goal_async(goal), 30.0)
-        if not handle.accepted:
-            raise RuntimeError('goal rejected')
-        deadline = time.monotonic() + timeout
-        while True:
-            msgs = self.rec.since(mark)
-            if msgs and sum(len(m[2]) for m in msgs) / msgs[0][3] >= after_audio_s:
-                break
-            if time.monotonic() > deadline:
-                raise RuntimeError('not enough audio before the cancel')
-            time.sleep(0.002)
+        mark, handle = self._goal_with_audio(text, after_audio_s, timeout)
         wall_ns = time.time_ns()
         t_cancel = time.monotonic()
         response = _wait(handle.cancel_goal_async(), 10.0)
@@ -247,6 +235,24 @@ class BenchClient:
                 'late_chunks': sum(1 for m in msgs if m[0] > t_cancel),
                 'downstream_s': max(0.0, (end_of_audio_ns - wall_ns) / 1e9)}
 
+    def _goal_with_audio(self, text: str, after_audio_s: float, timeout: float) -> tuple:
+        """Send a ``say`` goal; return ``(mark, handle)`` once ``after_audio_s`` of audio came.
+
+        Raises ``RuntimeError`` if the goal is rejected or the audio does not come within
+        ``timeout`` seconds.
+        """
+        mark = self.rec.mark()
+        handle = _wait(self._action.send_goal_async(self._tts.Goal(text=text)), 30.0)
+        if not handle.accepted:
+            raise RuntimeError('goal rejected')
+        deadline = time.monotonic() + timeout
+        while True:
+            msgs = self.rec.since(mark)
+            if msgs and sum(len(m[2]) for m in msgs) / msgs[0][3] >= after_audio_s:
+                return mark, handle
+            if time.monotonic() > deadline:
+                raise RuntimeError('not enough audio before the cancel')
+            time.sleep(0.002)
 
     def say_first_audio(self, text: str, timeout: float = 120.0) -> dict:
         """Send a ``say`` goal on an idle node and time its first feedback chunk.
@@ -278,18 +284,7 @@ class BenchClient:
         ``next_ttfa_s`` (next goal sent -> its first feedback chunk) and ``ack_s``
         (cancel sent -> cancel response).
         """
-        mark = self.rec.mark()
-        handle = _wait(self._action.send_goal_async(self._tts.Goal(text=text)), 30.0)
-        if not handle.accepted:
-            raise RuntimeError('goal rejected')
-        deadline = time.monotonic() + timeout
-        while True:
-            msgs = self.rec.since(mark)
-            if msgs and sum(len(m[2]) for m in msgs) / msgs[0][3] >= after_audio_s:
-                break
-            if time.monotonic() > deadline:
-                raise RuntimeError('not enough audio before the cancel')
-            time.sleep(0.002)
+        _mark, handle = self._goal_with_audio(text, after_audio_s, timeout)
         first: list = []
         t_cancel = time.monotonic()
         cancel_future = handle.cancel_goal_async()
