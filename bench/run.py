@@ -643,6 +643,9 @@ def main(argv=None) -> int:
             log_dir = Path(tmp)
             try:
                 h = measure_hayakoe(args, root, speaker, texts, log_dir, ns)
+                partial = args.out_json.with_suffix('.partial.json')  # if a later part fails
+                partial.write_text(json.dumps(h, default=str) + '\n', encoding='utf-8')
+                log(f'hayakoe measurements kept in {partial} until the run completes')
                 micro = {} if args.no_micro else measure_micro(
                     args, root, speaker, texts, rate_texts, log_dir)
                 ojt = {} if args.no_openjtalk else measure_openjtalk(args, texts, log_dir,
@@ -683,6 +686,7 @@ def main(argv=None) -> int:
     args.out_json.write_text(json.dumps(results, indent=1, ensure_ascii=False,
                                         default=str) + '\n', encoding='utf-8')
     write_benchmarks_md(args.out_md, generated)
+    args.out_json.with_suffix('.partial.json').unlink(missing_ok=True)
     print(generated)
     log(f'wrote {args.out_json} and {args.out_md}')
     return 0

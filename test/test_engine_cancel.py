@@ -45,3 +45,26 @@ def test_terminable_runs_is_checked_by_check_compatible():
 
     assert hk._terminable_run_problems(speaker_mod) == []
     hk.check_compatible()
+
+
+def test_terminable_runs_puts_back_a_run_wrapper_that_was_there(tiny_engine, det_voice):
+    # A wrapper on the instance (a profiler, the benchmark's session timers) survives the
+    # block; before, the block deleted it, and removing it later raised AttributeError.
+    sessions = hk.terminable_sessions(tiny_engine.tts, tiny_engine.speaker)
+    calls = []
+    for s in sessions:
+        def counting(*args, _run=s.run, **kwargs):
+            calls.append(1)
+            return _run(*args, **kwargs)
+        s.run = counting
+    try:
+        with tiny_engine.cancellable(CancelToken()):
+            tiny_engine.synthesize(TEXT, det_voice)
+        assert calls  # the wrapper was called inside the block
+        assert all(vars(s).get('run') is not None for s in sessions)
+        n = len(calls)
+        tiny_engine.synthesize(TEXT, det_voice)
+        assert len(calls) > n  # and is still in place after it
+    finally:
+        for s in sessions:
+            vars(s).pop('run', None)

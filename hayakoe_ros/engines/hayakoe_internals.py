@@ -173,11 +173,13 @@ def terminable_runs(sessions: Sequence) -> Iterator[Callable[[], None]]:
     """Pass one ``RunOptions`` to every ``run`` of ``sessions`` inside the block.
 
     hayakoe calls ``session.run(None, feed)`` with no run options, so each session's
-    ``run`` is shadowed by an instance attribute for the block (removed afterwards) that
-    adds them. Yields ``terminate()``: callable from any thread, it sets
-    ``RunOptions.terminate`` so that the run in flight, and every later run in the
-    block, fails at once (ONNX Runtime raises, naming the terminate flag). Only the
-    calling thread may run these sessions meanwhile (the engine's single-thread rule).
+    ``run`` is shadowed by an instance attribute for the block that adds them; afterwards
+    the session's ``run`` is what it was before (a wrapper someone else put on the
+    instance, e.g. the benchmark's timers, stays). Yields ``terminate()``: callable from
+    any thread, it sets ``RunOptions.terminate`` so that the run in flight, and every
+    later run in the block, fails at once (ONNX Runtime raises, naming the terminate
+    flag). Only the calling thread may run these sessions meanwhile (the engine's
+    single-thread rule).
     """
     import onnxruntime as ort
 
@@ -186,20 +188,24 @@ def terminable_runs(sessions: Sequence) -> Iterator[Callable[[], None]]:
     try:
         for session in {id(s): s for s in sessions}.values():
             original = session.run
+            shadowed = vars(session).get('run')  # None: the class's method
 
             def run(output_names, input_feed, run_options=None, _run=original):
                 return _run(output_names, input_feed, run_options or options)
 
             session.run = run
-            patched.append(session)
+            patched.append((session, shadowed))
 
         def terminate() -> None:
             options.terminate = True
 
         yield terminate
     finally:
-        for session in patched:
-            del session.run
+        for session, shadowed in patched:
+            if shadowed is None:
+                del session.run
+            else:
+                session.run = shadowed
 
 
 def terminable_sessions(tts, speaker) -> list:
