@@ -11,7 +11,10 @@ given on the command line overrides the file. ``ros2 launch hayakoe_ros tts.laun
 """
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.actions import DeclareLaunchArgument, EmitEvent, OpaqueFunction
+from launch.actions import RegisterEventHandler
+from launch.event_handlers import OnProcessExit
+from launch.events import Shutdown
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import LifecycleNode
 from launch_ros.substitutions import FindPackageShare
@@ -112,7 +115,7 @@ def _node(context, *args, **kwargs):
             arguments=['--ros-args', '--log-level',
                        f"{node_logger_name(namespace, 'player_node')}:={level}"],
         ))
-    return nodes + [LifecycleNode(
+    tts_node = LifecycleNode(
         package='hayakoe_ros',
         executable='tts_node',
         name=LaunchConfiguration('node_name'),
@@ -121,7 +124,12 @@ def _node(context, *args, **kwargs):
         parameters=[LaunchConfiguration('params_file'), overrides],
         remappings=remappings,
         arguments=['--ros-args', '--log-level', f'{logger}:={level}'],
-    )]
+    )
+    if nodes:  # player_node has nothing to play once tts_node is gone (e.g. its shutdown)
+        nodes.append(RegisterEventHandler(OnProcessExit(
+            target_action=tts_node,
+            on_exit=[EmitEvent(event=Shutdown(reason='tts_node exited'))])))
+    return nodes + [tts_node]
 
 
 def generate_launch_description():

@@ -99,6 +99,10 @@ def test_launch_file_starts_the_player_with_real_player_parameters():
         assert name in PLAYER_PARAMETERS, name
         assert kind == type(PLAYER_PARAMETERS[name].default).__name__, name
     assert "executable='player_node'" in source and "'play'" in source
+    # tts_node's exit (e.g. its lifecycle shutdown) ends the launch, player_node included
+    # (run for real with the fetched launch sources, 2026-12-01: launch exits with 0).
+    assert 'OnProcessExit(' in source and 'target_action=tts_node' in source
+    assert 'Shutdown(' in source
     assert "'player_node = hayakoe_ros.player_node:main'" in (REPO / 'setup.py').read_text()
 
 

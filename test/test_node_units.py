@@ -21,7 +21,7 @@ pytestmark = pytest.mark.unit
     ('queue_policy', 'bogus', ["'queue_policy'", "'bogus'", 'enqueue, interrupt']),
     ('engine', 'foo', ["'engine'", "'foo'", 'hayakoe, openjtalk']),
     ('rate', 9.0, ["'rate'", '9.0', '[0.25, 4]']),
-    ('chunk', 'big', ["'chunk'", "'big'", 'expected a int']),
+    ('chunk', 'big', ["'chunk'", "'big'", 'expected an int']),
     ('max_queue', -1, ['out of range', '[0, 1000]']),
     ('rate', float('nan'), ['out of range']),
 ])

@@ -65,6 +65,11 @@ _TYPES = {bool: ('bool', ParameterType.PARAMETER_BOOL),
           str: ('string', ParameterType.PARAMETER_STRING)}
 
 
+def _article(word: str) -> str:
+    """'a' or 'an' before ``word`` (type names: 'an int', 'a float', 'a bool', 'a str')."""
+    return 'an' if word[:1] in 'aeiou' else 'a'
+
+
 @dataclasses.dataclass(frozen=True)
 class ParameterSpec:
     """One node parameter.
@@ -95,7 +100,8 @@ class ParameterSpec:
         if self.choices:
             return 'one of: ' + ', '.join(self.choices)
         if self.range:
-            return f'a {self.type_name} in [{self.range[0]:g}, {self.range[1]:g}]'
+            return (f'{_article(self.type_name)} {self.type_name} in '
+                    f'[{self.range[0]:g}, {self.range[1]:g}]')
         return ''
 
     def descriptor(self) -> ParameterDescriptor:
@@ -125,7 +131,7 @@ class ParameterSpec:
             ok_type = True
         if not ok_type:
             return (f"parameter '{self.name}': {value!r} is a {type(value).__name__}, "
-                    f'expected a {self.type_name}')
+                    f'expected {_article(self.type_name)} {self.type_name}')
         if self.choices and value not in self.choices:
             return f"parameter '{self.name}': {value!r} is not allowed; {self.allowed()}"
         if self.range and isinstance(value, (int, float)) and not isinstance(value, bool):
