@@ -40,10 +40,9 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.raw_worker import VOICE  # noqa: E402
+from bench.raw_worker import SPEAKER, model_root, warm_engine  # noqa: E402
 from tools.texts import load_texts  # noqa: E402
 
-SPEAKER = {'full': 'full-jp', 'tiny': 'tiny-jp'}
 DEFAULT_MORAE = (0, 4, 6, 8, 12, 16)
 #: Longest wait for one utterance (s).
 UTTERANCE_TIMEOUT_S = 600.0
@@ -101,14 +100,7 @@ class Node:
     """The node's speech pipeline on hayakoe_ros' engine, in this process."""
 
     def __init__(self, root: Path, speaker: str, threads: int) -> None:
-        from hayakoe_ros.engines.base import VoiceParams
-        from hayakoe_ros.engines.hayakoe_engine import HayakoeEngine
-
-        uri = f'file://{root}'
-        self.engine = HayakoeEngine(speaker, speaker_source=uri, bert_source=uri,
-                                    num_threads=threads)
-        self.engine.warmup()
-        self.voice = VoiceParams(style=self.engine.styles[0], **VOICE)
+        self.engine, self.voice = warm_engine(root, speaker, threads)
 
     def ttfa(self, text: str, morae: int, gapless: bool) -> dict:
         """Submit ``text``; time to its first chunk (s), the start delay; then stop it."""
@@ -186,11 +178,8 @@ def main(argv=None) -> int:
     parser.add_argument('--underruns', action='store_true')
     parser.add_argument('--model-root', default=None)
     args = parser.parse_args(argv)
-    from tools.random_model import cached_model
-
     speaker = SPEAKER[args.recipe]
-    cache = Path(os.environ.get('HAYAKOE_ROS_CACHE', REPO / '.cache')) / 'models'
-    root = Path(args.model_root or cached_model(cache, args.recipe, speaker))
+    root = model_root(args.recipe, args.model_root)
     sentences = first_sentences()
     t0 = time.perf_counter()
     raw = Raw(root, speaker, args.threads)

@@ -46,10 +46,9 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.raw_worker import VOICE  # noqa: E402
+from bench.raw_worker import SPEAKER, model_root, warm_engine  # noqa: E402
 from bench.texts import benchmark_texts  # noqa: E402
 
-SPEAKER = {'full': 'full-jp', 'tiny': 'tiny-jp'}
 UTTERANCE_TIMEOUT_S = 900.0
 
 
@@ -131,20 +130,12 @@ def main(argv=None) -> int:
     parser.add_argument('--markdown', default=None)
     parser.add_argument('--model-root', default=None)
     args = parser.parse_args(argv)
-    from hayakoe_ros.engines.base import VoiceParams
-    from hayakoe_ros.engines.hayakoe_engine import HayakoeEngine
     from hayakoe_ros.speech import SchedulerConfig, SpeechScheduler
-    from tools.random_model import cached_model
 
     speaker = SPEAKER[args.recipe]
-    cache = Path(os.environ.get('HAYAKOE_ROS_CACHE', REPO / '.cache')) / 'models'
-    root = Path(args.model_root or cached_model(cache, args.recipe, speaker))
-    uri = f'file://{root}'
+    root = model_root(args.recipe, args.model_root)
     t0 = time.perf_counter()
-    engine = HayakoeEngine(speaker, speaker_source=uri, bert_source=uri,
-                           num_threads=args.threads)
-    engine.warmup()
-    voice = VoiceParams(style=engine.styles[0], **VOICE)
+    engine, voice = warm_engine(root, speaker, args.threads)
     texts = benchmark_texts()
     sinks = {setting: Sink() for setting in ('off', 'on')}
     scale = args.slowdown

@@ -28,6 +28,39 @@ import numpy as np
 
 #: Deterministic voice settings used by every benchmark (raw and node alike).
 VOICE: dict[str, Any] = {'noise': 0.0, 'noise_w': 0.0, 'sdp_ratio': 0.0}
+#: Speaker name of each random-weight recipe (tools/random_model.py).
+SPEAKER = {'full': 'full-jp', 'tiny': 'tiny-jp'}
+
+
+def model_root(recipe: str, override=None):
+    """Directory of the recipe's random-weight model (``override`` if given), as a Path.
+
+    Built on first use under ``$HAYAKOE_ROS_CACHE/models`` (default ``.cache/models`` of
+    the repository): minutes for the full recipe.
+    """
+    from pathlib import Path
+
+    if override:
+        return Path(override)
+    from tools.random_model import cached_model
+
+    repo = Path(__file__).resolve().parents[1]
+    cache = Path(os.environ.get('HAYAKOE_ROS_CACHE', repo / '.cache')) / 'models'
+    return Path(cached_model(cache, recipe, SPEAKER[recipe]))
+
+
+def warm_engine(root, speaker: str, threads: int) -> tuple:
+    """hayakoe_ros' engine on the model at ``root``, warmed up; ``(engine, VoiceParams)``.
+
+    The voice is the benchmark's deterministic one (:data:`VOICE`, the first style).
+    """
+    from hayakoe_ros.engines.base import VoiceParams
+    from hayakoe_ros.engines.hayakoe_engine import HayakoeEngine
+
+    uri = f'file://{root}'
+    engine = HayakoeEngine(speaker, speaker_source=uri, bert_source=uri, num_threads=threads)
+    engine.warmup()
+    return engine, VoiceParams(style=engine.styles[0], **VOICE)
 
 
 class HayakoeWorker:
@@ -69,14 +102,7 @@ class EngineWorker:
     """hayakoe_ros' engine, for measuring what the node does per segment and boundary."""
 
     def __init__(self, root: str, speaker: str, threads: int) -> None:
-        from hayakoe_ros.engines.base import VoiceParams
-        from hayakoe_ros.engines.hayakoe_engine import HayakoeEngine
-
-        uri = f'file://{root}'
-        self.engine = HayakoeEngine(speaker, speaker_source=uri, bert_source=uri,
-                                    num_threads=threads)
-        self.engine.warmup()
-        self.voice = VoiceParams(style=self.engine.styles[0], **VOICE)
+        self.engine, self.voice = warm_engine(root, speaker, threads)
         self.sample_rate = self.engine.sample_rate
 
     def micro(self, text: str, reps: int) -> dict:

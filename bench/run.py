@@ -41,12 +41,11 @@ if str(REPO) not in sys.path:  # tools/ is a top-level package, not installed
 
 from bench import memory_report, report, responsiveness  # noqa: E402
 from bench.node_driver import BenchClient, NodeProcess, read_cpu_s, read_vm_kib  # noqa: E402
-from bench.raw_worker import VOICE  # noqa: E402
+from bench.raw_worker import SPEAKER, VOICE, model_root  # noqa: E402
 from bench.texts import benchmark_sentences, benchmark_texts, rate_sentences  # noqa: E402,E501
 
 MARK_BEGIN = '<!-- bench:begin (written by bench/run.py; edit outside the markers) -->'
 MARK_END = '<!-- bench:end -->'
-SPEAKER = {'full': 'full-jp', 'tiny': 'tiny-jp'}
 SIZES = (1, 3, 10)
 
 TARGETS: dict[str, Any] = {
@@ -624,13 +623,11 @@ def main(argv=None) -> int:
     texts = benchmark_texts()
     rate_texts = rate_sentences()
 
-    from tools.random_model import cached_model
-
     speaker = SPEAKER[args.recipe]
-    cache = Path(os.environ.get('HAYAKOE_ROS_CACHE', REPO / '.cache')) / 'models'
-    log(f'model: {args.recipe} recipe (cached under {cache}; a cold build takes minutes)')
+    log(f'model: {args.recipe} recipe (cached under $HAYAKOE_ROS_CACHE/models or '
+        '.cache/models; a cold build takes minutes)')
     t0 = time.perf_counter()
-    root = cached_model(cache, args.recipe, speaker)
+    root = model_root(args.recipe)
     model_s = time.perf_counter() - t0
     manifest = json.loads((root / 'random_model.json').read_text(encoding='utf-8'))
     log(f'model ready in {model_s:.0f} s: {root}')
