@@ -262,16 +262,26 @@ class BenchClient:
         """
         first: list = []
         t0 = time.monotonic()
-        handle = _wait(self._action.send_goal_async(
-            self._tts.Goal(text=text),
-            feedback_callback=_first_arrival(first)), 30.0)
+        goal = self._action.send_goal_async(self._tts.Goal(text=text),
+                                            feedback_callback=_first_arrival(first))
+        first_at = self._first_audio_at(goal, first, timeout)
+        return {'ttfa_s': first_at - t0, 'total_s': time.monotonic() - t0}
+
+    def _first_audio_at(self, goal_future, first: list, timeout: float) -> float:
+        """Wait for a goal sent with ``_first_arrival(first)`` to finish; its first audio.
+
+        Returns the monotonic time its first feedback chunk arrived, after the goal's
+        result and 0.3 s of quiet on ``audio``. Raises ``RuntimeError`` if the goal is
+        rejected or finishes without audio.
+        """
+        handle = _wait(goal_future, 30.0)
         if not handle.accepted:
             raise RuntimeError('goal rejected')
         _wait(handle.get_result_async(), timeout)
         if not first:
             raise RuntimeError('goal finished without audio')
         self._wait_quiet(0.3)
-        return {'ttfa_s': first[0] - t0, 'total_s': time.monotonic() - t0}
+        return first[0]
 
     def cancel_then_say(self, text: str, next_text: str, after_audio_s: float,
                         timeout: float = 120.0) -> dict:
@@ -296,14 +306,8 @@ class BenchClient:
         t_ack = time.monotonic()
         if len(response.goals_canceling) != 1:
             raise RuntimeError('cancel refused')
-        next_handle = _wait(next_future, 30.0)
-        if not next_handle.accepted:
-            raise RuntimeError('next goal rejected')
-        _wait(next_handle.get_result_async(), timeout)
-        if not first:
-            raise RuntimeError('next goal finished without audio')
-        self._wait_quiet(0.3)
-        return {'next_ttfa_s': first[0] - t_next, 'ack_s': t_ack - t_cancel}
+        first_at = self._first_audio_at(next_future, first, timeout)
+        return {'next_ttfa_s': first_at - t_next, 'ack_s': t_ack - t_cancel}
 
 
 def _first_arrival(times: list):
