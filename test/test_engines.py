@@ -67,15 +67,21 @@ def test_hayakoe_pause_prediction_uses_the_duration_predictor(tiny_engine, det_v
     assert slow > 1.5 * sentence  # pauses scale with the speaking rate
 
 
-def test_num_threads_reaches_every_onnx_session(tiny_model_root):
+def test_num_threads_and_spinning_reach_every_onnx_session(tiny_model_root, tiny_engine):
     engine = HayakoeEngine('tiny-jp', speaker_source=f'file://{tiny_model_root}',
-                           bert_source=f'file://{tiny_model_root}', num_threads=1)
+                           bert_source=f'file://{tiny_model_root}', num_threads=1,
+                           allow_spinning=True)
     try:
         threads = engine.session_threads()
         assert set(threads) == {'bert', 'synthesizer', 'duration_predictor'}
         assert set(threads.values()) == {1}
+        assert set(engine.session_spinning().values()) == {'1'}
     finally:
         engine.close()
+    # The default: idle intra-op threads sleep instead of busy-waiting.
+    spinning = tiny_engine.session_spinning()
+    assert set(spinning) == {'bert', 'synthesizer', 'duration_predictor'}
+    assert set(spinning.values()) == {'0'}
 
 
 def test_hayakoe_rejects_unknown_style_and_unspeakable_text(tiny_engine, det_voice):

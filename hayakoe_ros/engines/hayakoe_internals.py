@@ -116,18 +116,26 @@ def _terminable_run_problems(speaker_mod) -> list:
     return problems
 
 
+#: ONNX Runtime session config key (onnxruntime_session_options_config_keys.h,
+#: ``kOrtSessionOptionsConfigAllowIntraOpSpinning``): "1" (the default) lets idle intra-op
+#: threads busy-wait for the next operator, "0" puts them to sleep at once.
+SPINNING_KEY = 'session.intra_op.allow_spinning'
+
+
 @contextlib.contextmanager
 def onnx_session_hooks(num_threads: int = 0,
                        after_session: Optional[Callable[[], object]] = None,
-                       model_source: Optional[Callable[[str, Any], str]] = None
-                       ) -> Iterator[None]:
+                       model_source: Optional[Callable[[str, Any], str]] = None,
+                       allow_spinning: Optional[bool] = None) -> Iterator[None]:
     """Control every ONNX Runtime session hayakoe creates inside the block.
 
     hayakoe builds its sessions with ``ort.SessionOptions()`` and
     ``ort.InferenceSession(...)`` and offers no way to pass options, so for the duration of
     the block ``onnxruntime.SessionOptions`` is replaced by a subclass that sets
     ``intra_op_num_threads`` (when ``num_threads`` > 0; 0 keeps the runtime default, one
-    thread per physical core) and ``onnxruntime.InferenceSession`` by a subclass that calls
+    thread per physical core) and, when ``allow_spinning`` is not None, the session config
+    entry :data:`SPINNING_KEY` (whether idle intra-op threads busy-wait for the next
+    operator's work), and ``onnxruntime.InferenceSession`` by a subclass that calls
     ``after_session()`` once each session is built (the engine returns the session's
     load-time garbage to the system there, so the next session's load does not stack on
     it). ``model_source(path, options)``, when given, is asked which file to load for each
@@ -135,7 +143,8 @@ def onnx_session_hooks(num_threads: int = 0,
     offline-optimised copy and turns the optimiser off). Both attributes are restored when
     the block ends, also on an exception; blocks in different threads run one at a time.
     """
-    if num_threads <= 0 and after_session is None and model_source is None:
+    if num_threads <= 0 and after_session is None and model_source is None \
+            and allow_spinning is None:
         yield
         return
     import onnxruntime as ort
@@ -143,11 +152,15 @@ def onnx_session_hooks(num_threads: int = 0,
     with _PATCH_LOCK:
         options_cls, session_cls = ort.SessionOptions, ort.InferenceSession
         saved = {'SessionOptions': options_cls, 'InferenceSession': session_cls}
-        if num_threads > 0:
+        if num_threads > 0 or allow_spinning is not None:
             class _ThreadedSessionOptions(options_cls):  # type: ignore[misc, valid-type]
                 def __init__(self, *args, **kwargs):
                     super().__init__(*args, **kwargs)
-                    self.intra_op_num_threads = num_threads
+                    if num_threads > 0:
+                        self.intra_op_num_threads = num_threads
+                    if allow_spinning is not None:
+                        self.add_session_config_entry(SPINNING_KEY,
+                                                      '1' if allow_spinning else '0')
 
             ort.SessionOptions = _ThreadedSessionOptions
         if after_session is not None or model_source is not None:
@@ -166,6 +179,14 @@ def onnx_session_hooks(num_threads: int = 0,
         finally:
             for name, value in saved.items():
                 setattr(ort, name, value)
+
+
+def session_config_entry(session, key: str) -> str:
+    """The session config entry ``key`` a session was built with ('' when never set)."""
+    try:
+        return str(session.get_session_options().get_session_config_entry(key))
+    except Exception:  # onnxruntime raises a plain exception for a key never set
+        return ''
 
 
 @contextlib.contextmanager

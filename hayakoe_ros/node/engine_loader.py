@@ -87,7 +87,7 @@ class EngineLoader:
         Args:
             params: Parameter values by name (``engine``, ``fallback_engine``, ``speaker``,
                 ``device``, ``speaker_source``, ``bert_source``, ``cache_dir``,
-                ``num_threads``, ``compile``).
+                ``num_threads``, ``allow_spinning``, ``compile``).
             voice: Returns the configured voice settings (called once the engine is set).
 
         Returns:
@@ -103,7 +103,7 @@ class EngineLoader:
                 name, speaker=params['speaker'], device=params['device'],
                 speaker_source=params['speaker_source'], bert_source=params['bert_source'],
                 cache_dir=params['cache_dir'], num_threads=params['num_threads'],
-                compile=params['compile'])
+                compile=params['compile'], allow_spinning=params['allow_spinning'])
         except EngineLoadError as exc:
             cause = str(exc).rstrip('. ')
             if fallback == FallbackEngine.NONE.value or fallback == name:
