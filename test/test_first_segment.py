@@ -16,7 +16,7 @@ from hayakoe_ros.speech.audio import apply_gain_and_limit
 from hayakoe_ros.speech.joins import JOIN_FADE_S, Joiner
 from hayakoe_ros.speech.pipeline import prepare
 from hayakoe_ros.speech.text import Boundary, SegmentRamp, segment, word_boundaries
-from speech_fakes import REAL_TIMEOUT_S, ToneEngine, VirtualClock
+from speech_fakes import REAL_TIMEOUT_S, ThreadClock, ToneEngine, VirtualClock
 from tools.texts import load_texts, utterances
 
 pytestmark = pytest.mark.unit
@@ -186,3 +186,80 @@ def test_tiny_model_word_join_inserts_nothing_and_no_click(tiny_engine):
     # Nothing between the segments: their samples less one crossfade per word join.
     assert joined.size == sum(parts) - smooth * round(JOIN_FADE_S * sr)
     assert np.abs(np.diff(joined[near])).max() <= np.abs(np.diff(whole)).max()
+
+
+# ------------------------------------------------------------------ later segments grow
+def _ramp_cuts(text, morae):
+    return [s.text for s in segment(text, 60, SegmentRamp(60, morae))]
+
+
+def test_without_pacing_the_pieces_after_the_first_are_one_call():
+    """Nothing plays in real time: the pieces after the short first segment are joined.
+
+    The word-cut pieces the ramp made are spoken as one engine call (fewer calls, the
+    same text).
+    """
+    ramp = _ramp_cuts(PLAIN, 4)
+    assert len(ramp) >= 3
+    engine = ToneEngine()
+    utt, audio = _speak(engine, PLAIN, 4)
+    assert engine.calls == [ramp[0], ''.join(ramp[1:])]
+    assert [s.text for s in utt.segments] == engine.calls
+    fade = round(JOIN_FADE_S * ToneEngine.RATE)
+    assert len(audio) == ToneEngine.samples_for(PLAIN) - fade  # one word join left
+    assert utt.pauses == [0.0]
+
+
+def test_a_fast_engine_grows_segments_a_slow_one_keeps_the_ramp():
+    """Paced, pieces are joined only while the audio ahead covers their synthesis.
+
+    At the measured rate; either way no boundary underruns (gapless on, as the node).
+    """
+    text = PLAIN * 3
+    ramp = _ramp_cuts(text, 4)
+    for rtf, joins in ((0.05, True), (2.0, False)):
+        clock = ThreadClock()
+        engine = ToneEngine(clock, rtf=rtf)
+        sched = SpeechScheduler(engine, lambda utt, chunk: None,
+                                SchedulerConfig(first_segment_morae=4, gapless=True,
+                                                chunk_frames=256),
+                                clock=clock, waiter=clock.wait)
+        try:
+            utts = [sched.submit(text, VoiceParams()) for _ in range(2)]
+            assert all(u.wait(REAL_TIMEOUT_S) and u.outcome is Outcome.SUCCEEDED
+                       for u in utts)
+        finally:
+            sched.shutdown()
+        # From the first segment's measured rate on, the fast engine's pieces are joined.
+        for utt in utts:
+            grown = [s.text for s in utt.segments]
+            assert ''.join(grown) == text and grown[0] == ramp[0]
+            assert (grown == ramp) is not joins, (rtf, grown)
+        assert [u.underruns for u in utts] == [0, 0]
+
+
+def test_grow_segment_joins_exactly_what_the_audio_ahead_covers():
+    from hayakoe_ros.speech.gapless import SAFETY, RateEstimator, speakable_chars
+    from hayakoe_ros.speech.synthesis import Pacing, grow_segment
+    from hayakoe_ros.speech.utterance import Utterance
+
+    engine = ToneEngine()
+    rates = RateEstimator()
+    rates.update('tone/tone', synth_s=0.5, audio_s=1.0, chars=20)  # RTF 0.5, 0.05 s/char
+    segs = segment(PLAIN, 60, SegmentRamp(60, 4))
+    assert len(segs) >= 3 and all(s.boundary is Boundary.WORD for s in segs[:2])
+    need = 0.5 * SAFETY * 0.05 * speakable_chars(segs[1].text + segs[2].text)
+
+    def grow(ahead_s, paced=True, max_chars=60, estimate=True):
+        utt = Utterance(1, PLAIN, list(segs), VoiceParams(), 1.0, 0.0)
+        pacing = Pacing(rates if estimate else RateEstimator(), paced=paced,
+                        max_chars=max_chars)
+        return grow_segment(engine, utt, 1, pacing, ahead_s, 'tone/tone'), utt.segments
+
+    joined, grown = grow(need + 1e-6)
+    assert joined >= 1 and grown[1].text.startswith(segs[1].text + segs[2].text)
+    assert ''.join(s.text for s in grown) == PLAIN
+    assert grow(need - 1e-3)[0] == 0                       # not quite enough audio ahead
+    assert grow(need + 1e-6, estimate=False)[0] == 0       # nothing measured yet
+    assert grow(0.0, paced=False)[0] == len(segs) - 2      # unpaced: all of them
+    assert grow(100.0, max_chars=len(segs[1].text) + 1)[0] == 0  # max_segment_chars

@@ -374,7 +374,8 @@ class SpeechScheduler:
             cfg = self.config
             synthesize_utterance(self._engine, utt, attempt, token, cfg.volume * utt.volume,
                                  self._put, self._clock,
-                                 Pacing(self.rates, cfg.gapless and cfg.pacing))
+                                 Pacing(self.rates, cfg.gapless and cfg.pacing, cfg.pacing,
+                                        cfg.max_segment_chars))
 
     # ------------------------------------------------------------------ publisher thread
     def _publish_loop(self) -> None:

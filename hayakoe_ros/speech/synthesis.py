@@ -8,7 +8,9 @@ segment, through a ``put`` callable, so that playback starts after the first seg
 An engine error aborts the utterance (an :class:`EndOfUtterance` with the reason); any
 other exception propagates (a bug: the scheduler's thread guard handles it).
 
-Joins inside speech (a word cut) get no pause and are smoothed by :class:`.joins.Joiner`;
+Joins inside speech (a word cut) get no pause and are smoothed by :class:`.joins.Joiner`,
+or disappear when :func:`grow_segment` speaks the pieces as one call (the audio ahead
+covers it);
 every segment updates the :class:`.gapless.RateEstimator`, and with ``gapless`` the
 utterance's start (``Utterance.start_at``) is planned by :func:`.gapless.plan_start_delay`
 when its first segment is ready, and planned again after each later segment until
@@ -26,7 +28,8 @@ import numpy as np
 from ..engines.base import (CancelToken, Engine, NothingToSpeakError, SynthesisCanceledError,
                             VoiceParams)
 from .audio import apply_gain_and_limit, to_int16, trailing_silence_s, trim_for_break
-from .gapless import RateEstimate, RateEstimator, plan_start_delay, speakable_chars
+from .gapless import (SAFETY, RateEstimate, RateEstimator, plan_start_delay,
+                      speakable_chars)
 from .joins import Joiner, smooth_join
 from .text import Boundary, Segment
 from .utterance import Utterance
@@ -102,10 +105,71 @@ class Pacing:
         rates: The scheduler's real-time factor estimates, updated from every segment.
         gapless: Plan a start delay so that no segment boundary underruns (only with
             pacing on: without it nothing plays in real time).
+        paced: Chunks are released in real time (the scheduler's ``pacing``).
+        max_chars: ``max_segment_chars``: the longest segment :func:`grow_segment` may
+            make by joining word-cut segments; 0 joins none.
     """
 
     rates: RateEstimator = dataclasses.field(default_factory=RateEstimator)
     gapless: bool = False
+    paced: bool = True
+    max_chars: int = 0
+
+
+def grow_segment(engine: Engine, utt: Utterance, k: int, pacing: Pacing, ahead_s: float,
+                 key: str) -> int:
+    """Join segment ``k`` with the word-cut segments after it while there is time; how many.
+
+    The short first segment's ramp (:class:`.text.SegmentRamp`) cuts later segments for an
+    engine just 2x faster than real time; each cut costs an engine call and its padding.
+    When the audio already handed over plays long enough to cover the synthesis of a
+    longer segment, the pieces after segment ``k`` are spoken as one call instead (as the
+    issue puts it, later segments grow "as the audio already published ahead allows"):
+
+    * only across smooth joins (:func:`.joins.smooth_join`: a word cut, no punctuation,
+      no SSML break, the same SSML rate), never past ``pacing.max_chars`` characters, and
+      never with a piece the phrase cache holds (a hit costs nothing as it is);
+    * without pacing, as far as those allow (nothing plays in real time);
+    * with pacing, only while the estimated synthesis time of the joined text, at the
+      measured real-time factor x :data:`.gapless.SAFETY`, is at most ``ahead_s`` (the
+      seconds of audio handed over and not yet played); without an estimate, never.
+
+    ``utt.segments`` is changed in place (the joined pieces become one :class:`Segment`).
+
+    Args:
+        engine: The engine (its phrase cache, if any, is asked).
+        utt: The utterance being synthesised.
+        k: Index of its next segment (>= 1: the first segment is never grown).
+        pacing: Rates, pacing and ``max_chars``.
+        ahead_s: Seconds of audio handed over that have not played yet.
+        key: The rate estimator's key of the engine and voice.
+
+    Returns:
+        Number of segments joined into segment ``k`` (0: unchanged).
+    """
+    segments = utt.segments
+    if pacing.max_chars <= 0 or k < 1:
+        return 0
+    estimate = pacing.rates.estimate(key) if pacing.paced else None
+    if pacing.paced and estimate is None:
+        return 0
+    joined = 0
+    while k + 1 < len(segments):
+        seg, nxt = segments[k], segments[k + 1]
+        if not smooth_join(seg) or nxt.rate != seg.rate:
+            break
+        text = seg.text + nxt.text
+        if len(text) > pacing.max_chars or any(
+                engine.is_cached(s.text, segment_voice(utt.voice, s)) for s in (seg, nxt)):
+            break
+        if estimate is not None:
+            audio_s = (speakable_chars(text) * estimate.seconds_per_char
+                       * utt.voice.length_scale / seg.rate)
+            if estimate.rtf * audio_s * SAFETY > ahead_s:
+                break
+        segments[k:k + 2] = [dataclasses.replace(nxt, text=text)]
+        joined += 1
+    return joined
 
 
 def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, token: CancelToken,
@@ -124,8 +188,10 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, token: Ca
         put: Hands a :class:`SegmentPCM` or :class:`EndOfUtterance` to the publisher;
             returns False when the utterance was canceled meanwhile (synthesis stops).
         clock: Monotonic seconds, for ``synth_seconds``, hand-over times and the log.
-        pacing: Rate estimates and the ``gapless`` setting (None: a fresh estimator,
-            gapless off).
+        pacing: Rate estimates, the ``gapless`` and ``pacing`` settings and
+            ``max_segment_chars`` (None: a fresh estimator, gapless off, no joining).
+            Before each segment after the first, :func:`grow_segment` may join it with the
+            word-cut pieces after it (``utt.segments`` then shrinks).
     """
     pacing = pacing or Pacing()
     sr = engine.sample_rate
@@ -139,9 +205,20 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, token: Ca
     pause_s = 0.0  # the pause prediction before a segment is part of what it costs
     handed = 0     # samples handed over (segments and pauses)
     first_ready = 0.0
-    for k, seg in enumerate(segments):
+    k = -1
+    while k + 1 < len(segments):
+        k += 1
         if utt.canceled or utt._attempt != attempt:
             return
+        if k:  # the first segment is ready: utt.start_at is set
+            ahead_s = handed / sr - max(0.0, clock() - utt.start_at)
+            joined = grow_segment(engine, utt, k, pacing, ahead_s, key)
+            if joined:
+                total = len(segments)
+                _LOG.debug('utterance %d: segment %d joined with the %d after it (%d '
+                           'chars, %.3f s of audio ahead)', utt.id, k + 1, joined,
+                           len(segments[k].text), ahead_s)
+        seg = segments[k]
         last = k + 1 == total
         smooth_after = not last and smooth_join(seg)
         t0 = clock()
