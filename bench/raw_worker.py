@@ -49,16 +49,18 @@ def model_root(recipe: str, override=None):
     return Path(cached_model(cache, recipe, SPEAKER[recipe]))
 
 
-def warm_engine(root, speaker: str, threads: int) -> tuple:
+def warm_engine(root, speaker: str, threads: int, **options) -> tuple:
     """hayakoe_ros' engine on the model at ``root``, warmed up; ``(engine, VoiceParams)``.
 
-    The voice is the benchmark's deterministic one (:data:`VOICE`, the first style).
+    The voice is the benchmark's deterministic one (:data:`VOICE`, the first style);
+    ``options`` go to :class:`HayakoeEngine` (e.g. ``allow_spinning``).
     """
     from hayakoe_ros.engines.base import VoiceParams
     from hayakoe_ros.engines.hayakoe_engine import HayakoeEngine
 
     uri = f'file://{root}'
-    engine = HayakoeEngine(speaker, speaker_source=uri, bert_source=uri, num_threads=threads)
+    engine = HayakoeEngine(speaker, speaker_source=uri, bert_source=uri, num_threads=threads,
+                           **options)
     engine.warmup()
     return engine, VoiceParams(style=engine.styles[0], **VOICE)
 

@@ -84,9 +84,9 @@ class HayakoeEngine(Engine):
             made. Figures for these levers are in BENCHMARKS.md ("Memory levers").
         allow_spinning: CPU only: let ONNX Runtime's idle intra-op threads busy-wait for
             the next operator (its default). Off by default here: the waiting threads then
-            sleep, which on this 2-core machine cost 6 % less CPU per audio second at the
-            same speed (BERT and decoder alike; BENCHMARKS.md, "Thread spinning") and
-            leaves the time to the rest of the robot.
+            sleep, which on this 2-core machine cost 2-9 % less CPU per audio second at
+            the same speed (``bench/spinning.py``; BENCHMARKS.md, "Thread spinning") and
+            leaves that time to the rest of the robot.
 
     Raises:
         EngineLoadError: the model cannot be loaded; the message names the cause.

@@ -172,8 +172,8 @@ _SPECS = (
                   'default, one per core). On a Pi 4B leave a core to the rest of the '
                   'robot: 3.', Apply.RELOAD, range=(0, 256)),
     ParameterSpec('allow_spinning', False, 'ONNX Runtime intra-op threads busy-wait between '
-                  'operators (its default). false: they sleep, about 6 % less CPU at the '
-                  'same speed, left to the rest of the robot.', Apply.RELOAD),
+                  'operators (its default). false: they sleep: 2-9 % less CPU at the same '
+                  'speed here, left to the rest of the robot.', Apply.RELOAD),
     # --- voice (live) ---
     ParameterSpec('style', 'Neutral', 'Voice style (emotion) name offered by the model.'),
     ParameterSpec('style_weight', 1.0, 'Style strength: 0 = mean voice, 1 = full style.',
