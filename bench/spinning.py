@@ -76,12 +76,14 @@ def main(argv=None) -> int:
     out = {'recipe': args.recipe, 'threads': args.threads, 'reps': args.reps,
            'load_avg_start': os.getloadavg(), 'runs': runs}
     for on in (True, False):  # warm-up
-        speak(*engines[on], texts[0])
+        engine, voice = engines[on]
+        speak(engine, voice, texts[0])
     for rep in range(args.reps):
         for n in SIZES:
             text = ''.join(texts[:n])
             for on in ((True, False) if rep % 2 == 0 else (False, True)):
-                runs[f'{n}/{on}'].append(speak(*engines[on], text))
+                engine, voice = engines[on]
+                runs[f'{n}/{on}'].append(speak(engine, voice, text))
         print(f'rep {rep + 1}/{args.reps} done', file=sys.stderr, flush=True)
     out['load_avg_end'] = os.getloadavg()
     lines = ['| text | CPU per audio s, spinning (ORT default) | CPU per audio s, no '
