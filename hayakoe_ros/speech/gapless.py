@@ -62,6 +62,14 @@ class RateEstimate:
     seconds_per_char: float
     segments: int
 
+    def audio_s(self, text: str, length_scale: float = 1.0, rate: float = 1.0) -> float:
+        """Audio seconds expected of ``text`` at ``length_scale`` and SSML ``rate``."""
+        return speakable_chars(text) * self.seconds_per_char * length_scale / rate
+
+    def planned_synthesis_s(self, audio_s: float) -> float:
+        """Synthesis seconds planned for ``audio_s`` of audio: the RTF x :data:`SAFETY`."""
+        return self.rtf * audio_s * SAFETY
+
 
 class RateEstimator:
     """Exponentially weighted real-time factor per ``(engine, voice)`` key (thread-safe).
@@ -146,9 +154,9 @@ def plan_start_delay(segments: Sequence[Segment], ready: int, ahead_s: float,
     for k in range(ready + 1, len(segments)):
         seg = segments[k]
         ahead += _pause_after(segments[k - 1])
-        audio = speakable_chars(seg.text) * estimate.seconds_per_char * length_scale / seg.rate
+        audio = estimate.audio_s(seg.text, length_scale, seg.rate)
         if not (k < len(cached) and cached[k]):
-            synth += estimate.rtf * audio * SAFETY
+            synth += estimate.planned_synthesis_s(audio)
         delay = max(delay, synth - ahead)
         ahead += audio
     return delay

@@ -28,8 +28,7 @@ import numpy as np
 from ..engines.base import (CancelToken, Engine, NothingToSpeakError, SynthesisCanceledError,
                             VoiceParams)
 from .audio import apply_gain_and_limit, to_int16, trailing_silence_s, trim_for_break
-from .gapless import (SAFETY, RateEstimate, RateEstimator, plan_start_delay,
-                      speakable_chars)
+from .gapless import RateEstimate, RateEstimator, plan_start_delay, speakable_chars
 from .joins import Joiner, smooth_join
 from .text import Boundary, Segment
 from .utterance import Utterance
@@ -162,11 +161,9 @@ def grow_segment(engine: Engine, utt: Utterance, k: int, pacing: Pacing, ahead_s
         if len(text) > pacing.max_chars or any(
                 engine.is_cached(s.text, segment_voice(utt.voice, s)) for s in (seg, nxt)):
             break
-        if estimate is not None:
-            audio_s = (speakable_chars(text) * estimate.seconds_per_char
-                       * utt.voice.length_scale / seg.rate)
-            if estimate.rtf * audio_s * SAFETY > ahead_s:
-                break
+        if estimate is not None and estimate.planned_synthesis_s(
+                estimate.audio_s(text, utt.voice.length_scale, seg.rate)) > ahead_s:
+            break
         segments[k:k + 2] = [dataclasses.replace(nxt, text=text)]
         joined += 1
     return joined
@@ -196,8 +193,7 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, token: Ca
     pacing = pacing or Pacing()
     sr = engine.sample_rate
     utt.sample_rate = sr
-    segments: list = utt.segments
-    total = len(segments)
+    segments: list = utt.segments  # grow_segment may shorten it: count with len()
     produced = 0
     joiner = Joiner(sr)
     smooth_before = False
@@ -214,12 +210,11 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, token: Ca
             ahead_s = handed / sr - max(0.0, clock() - utt.start_at)
             joined = grow_segment(engine, utt, k, pacing, ahead_s, key)
             if joined:
-                total = len(segments)
                 _LOG.debug('utterance %d: segment %d joined with the %d after it (%d '
                            'chars, %.3f s of audio ahead)', utt.id, k + 1, joined,
                            len(segments[k].text), ahead_s)
         seg = segments[k]
-        last = k + 1 == total
+        last = k + 1 == len(segments)
         smooth_after = not last and smooth_join(seg)
         t0 = clock()
         voice = segment_voice(utt.voice, seg)
@@ -229,7 +224,7 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, token: Ca
                 audio = engine.synthesize(seg.text, voice)
         except SynthesisCanceledError:
             _LOG.debug('utterance %d: segment %d/%d: synthesis aborted by a cancel',
-                       utt.id, k + 1, total)
+                       utt.id, k + 1, len(segments))
             return
         except NothingToSpeakError as exc:
             _LOG.warning('utterance %d: skipping segment %r: %s', utt.id, seg.text, exc)
@@ -247,8 +242,8 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, token: Ca
         spent = clock() - t0
         utt.synth_seconds += spent
         _LOG.debug('utterance %d: segment %d/%d synthesised: %d chars, %.3f s audio, '
-                   '%.3f s synthesis', utt.id, k + 1, total, len(seg.text), audio.size / sr,
-                   spent)
+                   '%.3f s synthesis', utt.id, k + 1, len(segments), len(seg.text),
+                   audio.size / sr, spent)
         if spoke:
             produced += 1
             if not cached:
@@ -285,7 +280,7 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, token: Ca
             pause_s = clock() - t1
             utt.synth_seconds += pause_s
             _LOG.debug('utterance %d: pause after segment %d/%d: %.3f s (%.3f s of silence '
-                       'added)', utt.id, k + 1, total, target, gap)
+                       'added)', utt.id, k + 1, len(segments), target, gap)
             silence = np.zeros(int(round(gap * sr)), np.int16)
             handed += silence.size
             if not put(SegmentPCM(utt, attempt, silence, False, clock()), utt, attempt):
