@@ -55,6 +55,10 @@ def test_the_hayakoe_voice_reads_the_dictionary_too(dictionary, tiny_engine):
     ('本日\tホンジツ\tx', 'accent type'),
     ('本 日\tホンジツ', 'spaces'),
     ('a\tb\tc\td', '4 field(s)'),
+    ('x\x00y\tエックス', 'U+0000'),
+    ('x\u200by\tエックス', 'U+200B'),
+    ('長' * 101 + '\tナガ', 'surface has 101 characters; at most 100'),
+    ('長\t' + 'ナ' * 101, 'reading has 101 characters'),
 ])
 def test_a_bad_line_is_named(tmp_path, line, problem):
     path = tmp_path / 'bad.tsv'
@@ -62,6 +66,19 @@ def test_a_bad_line_is_named(tmp_path, line, problem):
     with pytest.raises(UserDictionaryError) as err:
         UserDictionary.load(str(path))
     assert f'{path}:3:' in str(err.value) and problem in str(err.value)
+
+
+def test_a_byte_order_mark_does_not_hide_the_first_entry(tmp_path):
+    path = tmp_path / 'bom.tsv'
+    path.write_text('本日\tキョウ\n天王洲\tテンノーズ\n', encoding='utf-8-sig')
+    assert path.read_bytes().startswith(b'\xef\xbb\xbf')
+    entries = UserDictionary.load(str(path)).entries
+    assert [(e.surface, e.reading, e.line) for e in entries] == [
+        ('本日', 'キョウ', 1), ('天王洲', 'テンノーズ', 2)]
+    try:
+        assert reading('本日は晴れ。', str(path)).startswith('キョウ')
+    finally:
+        userdict.apply(None)
 
 
 def test_a_missing_file_is_named(tmp_path):

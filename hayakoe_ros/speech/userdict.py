@@ -9,11 +9,13 @@ File format (UTF-8, one entry a line, fields separated by a TAB or a comma)::
     hayakoe	ハヤコエ	0
     天王洲アイル	テンノウズアイル	5
 
-``surface`` (no spaces, tabs or commas), ``reading`` (katakana ァ-ヴ and ー only) and an
+``surface`` (no spaces, tabs, commas or control characters; at most :data:`MAX_FIELD_CHARS`
+characters), ``reading`` (katakana ァ-ヴ and ー only, at most :data:`MAX_FIELD_CHARS`) and an
 optional accent type (the mora after which the pitch falls; 0 = flat; at most the
 reading's mora count). Japanese entries go into Open JTalk's MeCab dictionary
 (``pyopenjtalk.mecab_dict_index`` + ``update_global_jtalk_with_user_dict``, as a proper
-noun), which both voices read through. Entries written in Latin letters are also replaced
+noun), which both voices read through. A UTF-8 byte-order mark at the start of the file is
+ignored (Windows editors write one). Entries written in Latin letters are also replaced
 by their reading in the text itself (:meth:`UserDictionary.replace_latin`), because
 hayakoe's normaliser turns English words into katakana before Open JTalk could see them.
 """
@@ -27,6 +29,7 @@ import re
 import sys
 import tempfile
 import threading
+import unicodedata
 from typing import Optional
 
 _READING_RE = re.compile('^[ァ-ヴー]+$')
@@ -39,6 +42,11 @@ _COST = -988
 # A dictionary with only this never-typed surface stands for "no user dictionary":
 # pyopenjtalk cannot unload one, and compiling an empty one crashes.
 _SENTINEL = '\ue0ff'
+
+#: Longest surface or reading (characters): real entries are words and names; the bound
+#: keeps MeCab's dictionary compiler and Open JTalk's fixed-size buffers far from their
+#: limits (entries of 300 characters were measured to work).
+MAX_FIELD_CHARS = 100
 
 _LOCK = threading.Lock()
 _active: Optional['UserDictionary'] = None
@@ -93,7 +101,7 @@ class UserDictionary:
                 ``<path>:<line>: <problem>``).
         """
         try:
-            with open(path, encoding='utf-8') as f:
+            with open(path, encoding='utf-8-sig') as f:  # a BOM is not part of line 1
                 lines = f.read().splitlines()
         except (OSError, UnicodeDecodeError) as exc:
             raise UserDictionaryError(f'user dictionary {path}: cannot read it: {exc}') \
@@ -112,6 +120,16 @@ class UserDictionary:
             surface, reading = fields[0], fields[1]
             if not surface or re.search(r'\s', surface):
                 raise UserDictionaryError(f'{where}: empty surface or one with spaces')
+            bad = [ch for ch in surface if unicodedata.category(ch).startswith('C')]
+            if bad:  # a NUL kills MeCab's dictionary compiler (SIGSEGV), others confuse it
+                raise UserDictionaryError(
+                    f'{where}: surface {surface!r} holds control or format character(s) '
+                    + ', '.join(f'U+{ord(ch):04X}' for ch in bad))
+            for name, value in (('surface', surface), ('reading', reading)):
+                if len(value) > MAX_FIELD_CHARS:
+                    raise UserDictionaryError(
+                        f'{where}: {name} has {len(value)} characters; at most '
+                        f'{MAX_FIELD_CHARS}')
             if not _READING_RE.match(reading):
                 raise UserDictionaryError(
                     f'{where}: reading {reading!r} must be katakana (ァ-ヴ, ー) only')
