@@ -20,8 +20,8 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from . import hayakoe_internals as hk
-from . import memory, ort_cache
-from .base import (CancelToken, Engine, EngineLoadError, NothingToSpeakError,
+from . import memory, openjtalk_guard, ort_cache
+from .base import (CancelToken, Engine, EngineError, EngineLoadError, NothingToSpeakError,
                    SynthesisCanceledError, UnknownStyleError, VoiceParams)
 
 _LOG = logging.getLogger(__name__)
@@ -242,6 +242,9 @@ class HayakoeEngine(Engine):
         for it first.
         """
         hk.ensure_tokenizer(self._tokenizer_dir)
+        unsafe = openjtalk_guard.unsafe(text)
+        if unsafe is not None:  # hayakoe's g2p would hand it to Open JTalk whole
+            raise EngineError(f'segment refused: Open JTalk cannot take {unsafe}')
         feats = self._feature_cache.pop(text, None)
         if feats is None:
             feats = hk.segment_features(self._speaker, text)

@@ -14,6 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
+from . import openjtalk_guard
 from .base import Engine, EngineLoadError, NothingToSpeakError, UnknownStyleError, VoiceParams
 
 #: Pauses (seconds at rate 1.0) between segments. Open JTalk exposes no duration predictor
@@ -89,18 +90,25 @@ class OpenJTalkEngine(Engine):
 
         ``length_scale`` maps to ``speed = 1/length_scale`` and ``pitch_scale`` to
         ``half_tone = 12 log2(pitch_scale)``; other voice settings do not apply to HTS.
+        A text beyond what one Open JTalk call takes (:mod:`.openjtalk_guard`; the front
+        end's segments never are) is spoken as its pieces, one after another.
         """
         self.check_voice(voice)
-        phonemes = [p for p in self._pyopenjtalk.g2p(text).split() if p not in ('pau', 'sil')]
-        if not phonemes:
+        pieces = [p for p in openjtalk_guard.pieces(text)
+                  if any(ph not in ('pau', 'sil') for ph in self._pyopenjtalk.g2p(p).split())]
+        if not pieces:
             raise NothingToSpeakError(f'nothing speakable in {text!r}')
-        audio, sr = self._pyopenjtalk.tts(
-            text, speed=1.0 / voice.length_scale,
-            half_tone=12.0 * math.log2(max(voice.pitch_scale, 1e-3)))
-        if sr != self._sample_rate:  # pragma: no cover - guards a changed wheel
-            raise EngineLoadError(f'Open JTalk returned {sr} Hz, expected {self._sample_rate}')
+        out = []
+        for piece in pieces:
+            audio, sr = self._pyopenjtalk.tts(
+                piece, speed=1.0 / voice.length_scale,
+                half_tone=12.0 * math.log2(max(voice.pitch_scale, 1e-3)))
+            if sr != self._sample_rate:  # pragma: no cover - guards a changed wheel
+                raise EngineLoadError(
+                    f'Open JTalk returned {sr} Hz, expected {self._sample_rate}')
+            out.append(np.asarray(audio, dtype=np.float64))
         # pyopenjtalk returns float64 on the int16 scale.
-        return (np.asarray(audio, dtype=np.float64) / 32768.0).astype(np.float32)
+        return (np.concatenate(out) / 32768.0).astype(np.float32)
 
     def predict_pause(self, left: str, right: str, voice: VoiceParams) -> float:
         """Fixed pause by boundary type, scaled by ``length_scale`` (see module constants)."""

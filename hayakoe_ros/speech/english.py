@@ -17,6 +17,8 @@ import functools
 import re
 import threading
 
+from ..engines import openjtalk_guard
+
 #: Letter names as Japanese announcers say them.
 LETTERS = {
     'a': 'エー', 'b': 'ビー', 'c': 'シー', 'd': 'ディー', 'e': 'イー', 'f': 'エフ',
@@ -27,6 +29,10 @@ LETTERS = {
 
 #: Acronym length: an unknown all-capital word up to this long is spelled.
 MAX_ACRONYM = 5
+
+#: Longest word looked up or read by e2k (letters; the longest English dictionary word has
+#: 45): longer runs of letters are no word and are spelled, in time linear in their length.
+MAX_WORD_LETTERS = 48
 
 WORD_RE = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
 
@@ -62,9 +68,7 @@ def _c2k():
 
 @functools.lru_cache(maxsize=8192)
 def _native(word: str):
-    import pyopenjtalk
-
-    feats = pyopenjtalk.run_frontend(word)
+    feats = openjtalk_guard.run_frontend(word)
     if not feats or any(f['pos'] in ('フィラー', '記号') for f in feats):
         return None
     pron = ''.join(f['pron'] for f in feats).replace('’', '')
@@ -76,12 +80,13 @@ def to_katakana(word: str) -> str:
     """Katakana reading of one English word (letters and an optional apostrophe).
 
     A few frequent function words (:data:`COMMON`), Open JTalk's dictionary, then acronym
-    spelling for short all-capital words, then ``e2k``'s character model. Results are
+    spelling for short all-capital words, then ``e2k``'s character model; a word longer
+    than :data:`MAX_WORD_LETTERS` is spelled. Results are
     cached (8192 words); the dictionary lookup uses the user dictionary in force then.
     """
     if word.lower() in COMMON and not word.isupper():
         return COMMON[word.lower()]
-    if len(word) == 1:
+    if len(word) == 1 or len(word) > MAX_WORD_LETTERS:
         return spell(word)
     native = _native(word)
     if native:

@@ -11,13 +11,16 @@ SSML (when the text starts with ``<speak>``) or plain-text checks, then the fron
 from __future__ import annotations
 
 import dataclasses
+import logging
 from typing import Union
 
+from ..engines import openjtalk_guard
 from . import frontend, ssml, userdict
 from .text import (SPEAKABLE_RE, Boundary, InputError, SegmentRamp, prepare_text, segment,
                    strip_control)
 
 _SENTENCE_END = tuple('。．.！!？?')
+_LOG = logging.getLogger(__name__)
 
 
 def _latin_words():
@@ -37,6 +40,9 @@ def prepare(text: str, max_chars: int, max_segment_chars: int,
         first_segment_morae: 0, or the morae after which the first segment ends, later
             segments growing toward ``max_segment_chars`` (:class:`~.text.SegmentRamp`).
 
+    A run of one character longer than :data:`~hayakoe_ros.engines.openjtalk_guard.MAX_REPEAT`
+    in the front end's output is cut to that length (one WARN per utterance names it).
+
     Returns:
         ``(cleaned, segments)``: the cleaned text (SSML: its spoken text) and at least one
         :class:`~.text.Segment`; the last has boundary ``END``. Segments before an SSML
@@ -55,6 +61,7 @@ def prepare(text: str, max_chars: int, max_segment_chars: int,
     else:
         pieces = [ssml.Piece(prepare_text(frontend.compat_normalize(text), max_chars))]
     segments: list = []
+    shortened: list = []
     ramp = SegmentRamp(max_segment_chars, first_segment_morae)  # one per utterance
     for piece in pieces:
         body = strip_control(piece.text).strip()
@@ -65,7 +72,10 @@ def prepare(text: str, max_chars: int, max_segment_chars: int,
                     last, boundary=Boundary.BREAK,
                     pause_s=(last.pause_s or 0.0) + piece.pause_after)
             continue
-        segs = segment(frontend.normalize(body, latin), max_segment_chars, ramp)
+        # What no voice may be handed (Open JTalk would crash): cut here, once, with a WARN.
+        normalized, runs = openjtalk_guard.shorten_repeats(frontend.normalize(body, latin))
+        shortened.extend(runs)
+        segs = segment(normalized, max_segment_chars, ramp)
         if not segs:
             continue
         tail = segs[-1]
@@ -78,6 +88,10 @@ def prepare(text: str, max_chars: int, max_segment_chars: int,
         segs[-1] = tail
         segments.extend(dataclasses.replace(s, rate=piece.rate) if piece.rate != 1.0 else s
                         for s in segs)
+    if shortened:
+        _LOG.warning('shortened %s to %d each: Open JTalk crashes on longer runs of one '
+                     'character (text %r)', openjtalk_guard.describe_runs(shortened),
+                     openjtalk_guard.MAX_REPEAT, text[:40])
     if not segments:
         raise InputError('nothing_speakable', f'nothing speakable in {text[:40]!r}')
     segments[-1] = dataclasses.replace(segments[-1], boundary=Boundary.END)

@@ -26,6 +26,7 @@ import re
 import unicodedata
 from typing import Optional
 
+from ..engines import openjtalk_guard
 from .frontend import KEEP_CLOSE, KEEP_OPEN, strip_marks
 
 #: Characters that produce morae: kana, kanji, Latin letters and digits (half and full
@@ -301,12 +302,10 @@ def _njd_cuts(text: str) -> tuple:
     ``(offset, morae before it)`` of every word found in the text; ``total``: the morae
     (NJD ``mora_size``) of every word.
     """
-    import pyopenjtalk
-
     norm = ''.join(c if len(unicodedata.normalize('NFKC', c)) != 1
                    else unicodedata.normalize('NFKC', c) for c in text)
     pos, prev_num, prev_prefix, cuts, starts, morae = 0, False, False, [], [], 0
-    for feat in pyopenjtalk.run_frontend(text):
+    for feat in openjtalk_guard.run_frontend(text):
         word = unicodedata.normalize('NFKC', feat['string'])
         start = norm.find(word, pos, pos + len(word) + 4) if word else -1
         size = int(feat.get('mora_size') or 0)
@@ -325,7 +324,8 @@ def _njd_cuts(text: str) -> tuple:
     return cuts, starts, morae
 
 
-def first_cut(sentence: str, min_morae: int) -> Optional[tuple]:
+def first_cut(sentence: str, min_morae: int, max_chars: Optional[int] = None
+              ) -> Optional[tuple]:
     """Where an utterance's first segment ends in its first sentence (issue 13).
 
     The first clause boundary (after 、，；: and closing quotes, before opening quotes) with
@@ -339,6 +339,8 @@ def first_cut(sentence: str, min_morae: int) -> Optional[tuple]:
     Args:
         sentence: One sentence, which may hold the front end's no-cut marks.
         min_morae: Morae the first segment must hold (>= 1).
+        max_chars: No cut after this many characters (None: anywhere); a sentence whose
+            first candidate lies further in is segmented as any other.
 
     Returns:
         ``(offset, clause)``: the offset in ``sentence`` (marks included) to cut at and
@@ -348,6 +350,8 @@ def first_cut(sentence: str, min_morae: int) -> Optional[tuple]:
     cuts, starts, total = _njd_cuts(text)
     clause_cuts = {m.start() for m in _CLAUSE_CUT_RE.finditer(text)} - {0, len(text)}
     for cut in sorted({c for c, accent in cuts if accent} | clause_cuts):
+        if max_chars is not None and cut > max_chars:
+            return None
         if any(a < cut < b for a, b in spans):
             continue
         before = next((m for start, m in starts if start >= cut), total)
@@ -369,15 +373,34 @@ def _marked_offset(marked: str, offset: int) -> int:
     return i
 
 
+#: Characters a word or front-end reading may span in one segment even when that exceeds
+#: ``max_segment_chars`` (a phone number's or a host name's reading: under 60).
+MAX_WHOLE_CHARS = 80
+
+
+def whole_limit(max_segment_chars: int) -> int:
+    """Longest word or reading kept in one segment: ``max(max_segment_chars, 80)``.
+
+    Anything longer (a digit string of hundreds of digits, a "word" of hundreds of letters
+    with nothing to cut at) is cut, so one engine call never grows with the input.
+    """
+    return max(int(max_segment_chars), MAX_WHOLE_CHARS)
+
+
 def _cut_words(clause: str, ramp: SegmentRamp) -> list:
     """Cut a clause longer than ``ramp.bound()`` at word or accent-phrase boundaries.
 
     Each cut goes at the accent-phrase boundary nearest below the bound when that leaves
     at least half the bound, else at the word boundary nearest below it; a word (or a
-    front-end reading) longer than the bound stays whole. Every piece but the last is
-    counted in ``ramp``. Returns the pieces, unmarked.
+    front-end reading) longer than the bound stays whole up to :func:`whole_limit`
+    characters. Longer than that, so that no engine call grows with the input: a reading
+    (a digit string read digit by digit) is cut at its word boundaries, and a run with
+    none (a long unknown "word") every :func:`whole_limit` characters. Every piece but
+    the last is counted in ``ramp``. Returns the pieces, unmarked.
     """
     text, spans = _unmark(clause)
+    hard = whole_limit(ramp.max_chars)
+    spans = [(a, b) for a, b in spans if b - a <= hard]
     cuts = [(c, strong) for c, strong in word_boundaries(text)
             if not any(a < c < b for a, b in spans)]
     pieces, start = [], 0
@@ -392,9 +415,14 @@ def _cut_words(clause: str, ramp: SegmentRamp) -> list:
             cut = below[-1][0]
         else:
             above = [c for c, s in cuts if c > limit and s]  # no particle left alone
-            if not above:
+            if above and above[0] - start <= hard:
+                cut = above[0]
+            elif len(text) - start > hard:
+                cut = start + hard
+                if any(a < cut < b for a, b in spans):
+                    cut = next(b for a, b in spans if a < cut < b)
+            else:
                 break
-            cut = above[0]
         pieces.append(text[start:cut])
         ramp.add(pieces[-1])
         start = cut
@@ -423,7 +451,7 @@ def segment(text: str, max_segment_chars: int, ramp: Optional[SegmentRamp] = Non
     segments: list = []
     for sentence in split_sentences(text):
         if ramp.first_morae and not ramp.spoken:
-            found = first_cut(sentence, ramp.first_morae)
+            found = first_cut(sentence, ramp.first_morae, whole_limit(ramp.max_chars))
             if found is not None:
                 cut, clause = found
                 head, sentence = sentence[:cut], sentence[cut:]
