@@ -285,10 +285,10 @@ class TTSNode(LifecycleNode):
             self._stats.last_error = str(exc)
             raise
 
-    def _cancel(self, utt: Utterance, reason: CancelReason) -> None:
+    def _cancel(self, utt: Utterance, reason: CancelReason) -> bool:
+        """Cancel ``utt``; False when it had already finished (or nothing serves it)."""
         scheduler = self._scheduler
-        if scheduler is not None:
-            scheduler.cancel(utt, reason)
+        return scheduler.cancel(utt, reason) if scheduler is not None else False
 
     def _on_text(self, msg: String) -> None:
         try:

@@ -87,8 +87,9 @@ class SayActionServer:
         node: The node that owns the server.
         speak: ``speak(goal, on_done, on_chunk) -> Utterance``: validate and queue a goal.
             Raises ``ValueError``/``RuntimeError`` subclasses with the reason to abort with.
-        cancel: ``cancel(utterance, reason)``: cancel an utterance (synchronous: no chunk of
-            it is published after it returns).
+        cancel: ``cancel(utterance, reason) -> bool``: cancel an utterance (synchronous: no
+            chunk of it is published after it returns); False when it had already
+            finished (its outcome stands, and the cancel request is rejected).
         feedback: ``feedback(utterance, chunk) -> AudioStamped``: the message of a chunk.
         feedback_depth: Depth of the feedback publisher (the ``audio`` topic's depth).
         callback_group: Group for every callback (reentrant: cancels are served while
@@ -135,14 +136,21 @@ class SayActionServer:
         goal_handle.execute()
 
     def _on_cancel(self, goal_handle) -> CancelResponse:
+        # Accept only what can still end CANCELED: a goal whose utterance already has an
+        # outcome (it finished while the request travelled) keeps that outcome, and the
+        # client is told so (ERROR_REJECTED) instead of seeing CANCELING, then SUCCEEDED.
         with self._lock:
             record = self._goals.get(bytes(goal_handle.goal_id.uuid))
-            if record is None:  # already finished: nothing to do, nothing to remember
-                return CancelResponse.ACCEPT
-            record.cancel_requested = True
+            if record is None:  # already finished: nothing to cancel
+                return CancelResponse.REJECT
             utt = record.utterance
-        if utt is not None:
-            self._cancel(utt, CancelReason.CLIENT)
+            if utt is not None and utt.done:
+                return CancelResponse.REJECT
+            record.cancel_requested = True
+        if utt is not None and not self._cancel(utt, CancelReason.CLIENT):
+            with self._lock:  # it finished between the check and the cancel
+                record.cancel_requested = False
+            return CancelResponse.REJECT
         return CancelResponse.ACCEPT
 
     def _wake(self) -> None:
