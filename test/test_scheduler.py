@@ -436,3 +436,45 @@ def test_every_wait_in_the_speech_layer_is_bounded():
                     continue
                 untimed.append(f'{path.name}:{node.lineno} .{node.func.attr}()')
     assert not untimed, untimed
+
+
+def test_utterances_synthesised_ahead_still_count_against_max_queue():
+    """Goals that arrive one at a time: those synthesised ahead but not spoken still wait."""
+    clock = VirtualClock()
+    engine = ToneEngine(clock)
+    gate, first_chunk = threading.Event(), threading.Event()
+
+    def sink(utt, chunk):  # holds the speaking utterance at its first chunk
+        first_chunk.set()
+        assert gate.wait(T)
+
+    sched = SpeechScheduler(engine, sink, SchedulerConfig(max_queue=2), clock=clock,
+                            waiter=clock.wait)
+    try:
+        speaking = sched.submit('一つ目です。', VOICE)
+        assert first_chunk.wait(T)
+        waiting = []
+        for text in ('二つ目です。', '三つ目です。'):
+            waiting.append(sched.submit(text, VOICE))
+            _wait_for(lambda t=text: any(t in call for call in engine.calls))  # synthesised
+        assert sched.queue_depth == 2
+        with pytest.raises(QueueFullError, match='2 utterances waiting'):
+            sched.submit('四つ目です。', VOICE)
+        gate.set()
+        assert all(u.wait(T) and u.outcome is Outcome.SUCCEEDED
+                   for u in [speaking] + waiting)
+        assert sched.queue_depth == 0
+    finally:
+        gate.set()
+        sched.shutdown()
+
+
+def _wait_for(condition, timeout=T):
+    done = threading.Event()
+    deadline = threading.Timer(timeout, done.set)
+    deadline.start()
+    try:
+        while not condition():
+            assert not done.wait(0.005), 'condition not met in time'
+    finally:
+        deadline.cancel()

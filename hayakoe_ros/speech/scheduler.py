@@ -147,9 +147,19 @@ class SpeechScheduler:
 
     @property
     def queue_depth(self) -> int:
-        """Utterances waiting, not counting the one being synthesised or spoken."""
+        """Utterances waiting behind the one speaking (or next to speak).
+
+        Counts those not yet started and those already synthesised ahead but not yet
+        spoken: the synthesis thread runs ahead of playback, so an utterance leaves the
+        waiting line long before it is heard.
+        """
         with self._cv:
-            return len(self._waiting)
+            return self._pending_locked()
+
+    def _pending_locked(self) -> int:
+        """Utterances behind the first unfinished one (``_cv`` held)."""
+        active = sum(1 for u in self._in_flight if not u.done)
+        return max(0, len(self._waiting) + active - 1)
 
     def submit(self, text: str, voice: VoiceParams, *, volume: float = 1.0,
                on_done: Optional[Callable[[Utterance], None]] = None,
@@ -191,13 +201,14 @@ class SpeechScheduler:
                 raise SchedulerClosedError('the speech scheduler is shut down')
             interrupt = cfg.queue_policy is QueuePolicy.INTERRUPT
             busy = bool(self._waiting) or any(not u.done for u in self._in_flight)
+            pending = self._pending_locked()
             if interrupt:  # the new utterance takes the place of the one it cancels
-                full = len(self._waiting) > cfg.max_queue
+                full = pending > cfg.max_queue
             else:
-                full = busy and len(self._waiting) >= cfg.max_queue
+                full = busy and pending >= cfg.max_queue
             if full:
                 raise QueueFullError(
-                    f'queue full: {len(self._waiting)} utterances waiting '
+                    f'queue full: {pending} utterances waiting '
                     f'(max_queue={cfg.max_queue}); nothing was dropped, try again later')
             if interrupt:
                 victim = self._interrupt_locked()
