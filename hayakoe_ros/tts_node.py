@@ -45,6 +45,7 @@ from .node import log_bridge
 from .node.diagnostics import Snapshot, SpeechStats, build_status, publish_status, rate_values
 from .node.engine_loader import EngineLoader
 from .node.messages import StampClock, chunk_to_msg
+from .node.restarts import RunRecord
 from .node.runner import RESULT_FLUSH_S, run
 from .node.parameters import (PARAMETERS, SCHEDULER_PARAMETERS, VOICE_PARAMETERS, Apply,
                               declare_all, parameter_table, scheduler_config, voice_params)
@@ -77,6 +78,11 @@ class TTSNode(LifecycleNode):
         self._config_errors = declare_all(self)
         self._declared = True
         self._log_handler = log_bridge.attach(self.get_logger())
+        self._run_record = RunRecord.begin(self.get_fully_qualified_name())
+        if self._run_record.restarts:
+            self.get_logger().warning(
+                f'started again after its process died ({self._run_record.restarts} '
+                'time(s) since its last clean exit); what it held was lost')
         self._group = ReentrantCallbackGroup()
         self._say: Optional[SayActionServer] = None
         self._audio_pub: Optional[Publisher] = None
@@ -239,13 +245,15 @@ class TTSNode(LifecycleNode):
 
     def _teardown(self) -> None:
         self._destroy_text_sub()
+        # Counted before the scheduler ends them: their coroutines may all have returned
+        # by the time it has, and their results still be queued to go out.
+        had_goals = self._say is not None and self._say.goals_running > 0
         if self._scheduler is not None:
             self._scheduler.shutdown()  # every utterance ends; goals get their results
             self._scheduler = None
         if self._say is not None:
             # Goals end as their coroutines resume on other executor threads; their
             # results are sent by executor tasks queued when each coroutine returns.
-            had_goals = self._say.goals_running > 0
             deadline = time.monotonic() + 3.0
             while self._say.goals_running and time.monotonic() < deadline:
                 time.sleep(0.02)
@@ -364,7 +372,8 @@ class TTSNode(LifecycleNode):
             queue_depth=sched.queue_depth if sched else 0, stats=self._stats,
             fallback_reason=loader.fallback_reason, engine_error=loader.engine_error,
             pipeline_failure=(sched.failure or '') if sched else '',
-            extra={**loader.diagnostics(),
+            restarts=self._run_record.restarts,
+            extra={**loader.diagnostics(), **self._run_record.values(),
                    **rate_values(sched.rates if sched else None, engine)})
         return build_status(snap)
 
@@ -372,8 +381,9 @@ class TTSNode(LifecycleNode):
         publish_status(self, self._diag_pub, self.diagnostic_status)
 
     def destroy_node(self) -> None:
-        """Detach the log bridge, then destroy the node."""
+        """Detach the log bridge, end the run's record (a clean exit), destroy the node."""
         log_bridge.detach(self._log_handler)
+        self._run_record.end()
         super().destroy_node()
 
 

@@ -5,6 +5,10 @@
 ``play:=true`` starts ``player_node`` beside it (same namespace, same ``audio`` remap),
 which plays the audio on the robot's speaker (``player_device:=`` picks the device).
 
+``tts_node`` is started again when its process dies (``respawn:=true``, the default;
+after ``respawn_delay`` s); its ``/diagnostics`` then count the restarts. A clean exit
+(the lifecycle shutdown transition, SIGINT) ends the launch, ``player_node`` included.
+
 Parameters come from ``config/tts.yaml`` (or ``params_file:=``); any voice/engine argument
 given on the command line overrides the file. ``ros2 launch hayakoe_ros tts.launch.py
 --show-args`` lists every argument.
@@ -12,7 +16,7 @@ given on the command line overrides the file. ``ros2 launch hayakoe_ros tts.laun
 
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, EmitEvent, OpaqueFunction
-from launch.actions import RegisterEventHandler
+from launch.actions import LogInfo, RegisterEventHandler
 from launch.event_handlers import OnProcessExit
 from launch.events import Shutdown
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
@@ -124,12 +128,22 @@ def _node(context, *args, **kwargs):
         parameters=[LaunchConfiguration('params_file'), overrides],
         remappings=remappings,
         arguments=['--ros-args', '--log-level', f'{logger}:={level}'],
+        respawn=typed('respawn', bool, LaunchConfiguration('respawn').perform(context)),
+        respawn_delay=typed('respawn_delay', float,
+                            LaunchConfiguration('respawn_delay').perform(context)),
     )
-    if nodes:  # player_node has nothing to play once tts_node is gone (e.g. its shutdown)
-        nodes.append(RegisterEventHandler(OnProcessExit(
-            target_action=tts_node,
-            on_exit=[EmitEvent(event=Shutdown(reason='tts_node exited'))])))
+    # A clean exit ends the launch (player_node has nothing to play once tts_node is
+    # gone); a death is followed by the respawn, which waits respawn_delay for this.
+    nodes.append(RegisterEventHandler(OnProcessExit(
+        target_action=tts_node, on_exit=_on_tts_exit)))
     return nodes + [tts_node]
+
+
+def _on_tts_exit(event, context):
+    if event.returncode == 0:
+        return [EmitEvent(event=Shutdown(reason='tts_node exited'))]
+    return [LogInfo(msg=f'tts_node died (exit code {event.returncode}); starting it again '
+                        'unless respawn:=false')]
 
 
 def generate_launch_description():
@@ -152,6 +166,11 @@ def generate_launch_description():
         DeclareLaunchArgument('log_level', default_value='info',
                               description="Level of the node's logger: debug, info, warn, "
                                           'error (rcl and rmw keep theirs).'),
+        DeclareLaunchArgument('respawn', default_value='true',
+                              description='Start tts_node again when its process dies '
+                                          '(true/false); a clean exit ends the launch.'),
+        DeclareLaunchArgument('respawn_delay', default_value='1.0',
+                              description='Seconds before tts_node is started again.'),
         DeclareLaunchArgument('play', default_value='false',
                               description='Also start player_node: play the audio on this '
                                           "machine's speaker (true/false)."),

@@ -84,6 +84,8 @@ class Snapshot:
         fallback_reason: Why the fallback voice speaks ('' if it does not).
         engine_error: Why no engine could be loaded ('' if none failed).
         pipeline_failure: Why the speech pipeline stopped ('' while healthy).
+        restarts: Times the node came back after its process died
+            (:class:`~hayakoe_ros.node.restarts.RunRecord`).
         extra: More key/values (e.g. from the scheduler), reported as given.
     """
 
@@ -100,6 +102,7 @@ class Snapshot:
     fallback_reason: str = ''
     engine_error: str = ''
     pipeline_failure: str = ''
+    restarts: int = 0
     extra: dict = dataclasses.field(default_factory=dict)
 
 
@@ -128,7 +131,7 @@ def build_status(snap: Snapshot) -> DiagnosticStatus:
     """Build the ``DiagnosticStatus`` of a snapshot.
 
     Level: ERROR when the engine failed to load or the pipeline failed, WARN while the
-    fallback voice speaks, OK otherwise.
+    fallback voice speaks or after the process died and was started again, OK otherwise.
     """
     stats = snap.stats
     values = {
@@ -161,6 +164,10 @@ def build_status(snap: Snapshot) -> DiagnosticStatus:
     elif snap.fallback_reason:
         status.level = DiagnosticStatus.WARN
         status.message = f'fallback voice in use: {snap.fallback_reason}'
+    elif snap.restarts:
+        status.level = DiagnosticStatus.WARN
+        status.message = (f'{snap.lifecycle_state}; started again after its process died '
+                          f'({snap.restarts} time(s))')
     else:
         status.level = DiagnosticStatus.OK
         status.message = snap.lifecycle_state + (', speaking' if snap.speaking else '')

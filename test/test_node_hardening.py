@@ -1,0 +1,77 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""tts_node on inputs that used to kill or stall it, and its count of restarts after a death.
+
+The Open JTalk voice speaks (real Japanese, offline), so the audio is that of the text.
+"""
+
+import signal
+import time
+
+from action_msgs.msg import GoalStatus
+from diagnostic_msgs.msg import DiagnosticStatus
+import pytest
+
+from ros_utils import CHUNK, NodeProcess, send_goal, wait_future
+
+pytestmark = pytest.mark.ros
+
+OJT = dict(engine='openjtalk', chunk=CHUNK)
+
+
+def _values(status):
+    return {kv.key: kv.value for kv in status.values}
+
+
+def test_texts_that_crashed_open_jtalk_are_spoken_and_nothing_queued_is_lost(ros_client):
+    """One goal of え x 600 killed the node (SIGSEGV) with every queued goal; no more."""
+    node = NodeProcess(OJT)
+    try:
+        action = ros_client.action_client(node.topic('say'))
+        texts = ['こんにちは。', 'え' * 600, 'ア' * 1000, 'ぁ' * 500, '最後の文です。']
+        goals = [send_goal(ros_client, action, text) for text in texts]
+        results = [wait_future(h.get_result_async(), 120) for h, _ in goals]
+        assert [r.status for r in results] == [GoalStatus.STATUS_SUCCEEDED] * len(texts), \
+            node.log()
+        assert node.proc.poll() is None
+        # Shortened to 100 of each, spoken: several seconds of audio, not nothing.
+        samples = [sum(fb.audio.audio.info.chunk for _, fb in feedback)
+                   for _, feedback in goals]
+        assert all(n > 48000 for n in samples[1:4]), samples
+        log = node.log()
+        assert "shortened 600 x 'え' to 100 each" in log
+        assert "shortened 1000 x 'ア' to 100 each" in log
+    finally:
+        assert node.stop() == 0, node.log()
+
+
+def test_diagnostics_count_the_restarts_after_the_process_died(ros_client, tmp_path):
+    first = NodeProcess(OJT)
+    ns = first.namespace
+    assert _values(ros_client.diagnostics(first))['restarts'] == '0'
+    first.proc.send_signal(signal.SIGSEGV)  # as Open JTalk's crashes did
+    first.proc.wait(20)
+    assert first.proc.returncode == -signal.SIGSEGV
+    again = NodeProcess(OJT, namespace=ns, log_dir=tmp_path)
+    try:
+        again.wait_for_log('started again after its process died (1 time(s)', 10)
+        deadline = time.monotonic() + 10
+        while True:
+            status = ros_client.diagnostics(again)
+            values = _values(status)
+            if values['lifecycle_state'] == 'active' or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert values['restarts'] == '1' and values['last_crashed_run_started'], values
+        assert status.level == DiagnosticStatus.WARN
+        assert 'started again after its process died' in status.message
+    finally:
+        assert again.stop() == 0, again.log()
+    # A clean exit ends the count: the next start is a first start.
+    (tmp_path / 'clean').mkdir()
+    clean = NodeProcess(OJT, namespace=ns, log_dir=tmp_path / 'clean')
+    try:
+        values = _values(ros_client.diagnostics(clean))
+        assert values['restarts'] == '0', values
+    finally:
+        assert clean.stop() == 0, clean.log()
