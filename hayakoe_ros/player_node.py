@@ -28,7 +28,9 @@ from audio_common_msgs.msg import AudioStamped
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.event_handler import QoSSubscriptionMatchedInfo, SubscriptionEventCallbacks
+from rclpy.event_handler import (QoSRequestedIncompatibleQoSInfo, QoSSubscriptionMatchedInfo,
+                                 SubscriptionEventCallbacks)
+from rclpy.qos import qos_policy_name_from_kind
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.qos_overriding_options import QoSOverridingOptions
@@ -63,6 +65,10 @@ _SPECS = (
                   'rendered this long after it arrives (and heard the output latency '
                   'later), so later chunks may arrive this much late without an underrun. '
                   'Adds to the text-to-sound latency.', Apply.RELOAD, range=(0.0, 2.0)),
+    ParameterSpec('max_ahead_s', 2.0, "How far from its arrival a chunk's stamp is believed "
+                  '(s): a chunk stamped further ahead or behind (a clock not in sync, a zero '
+                  'stamp) plays as if just stamped, with one WARN per utterance, counted as '
+                  'stamps_out_of_range.', Apply.RELOAD, range=(0.1, 60.0)),
     ParameterSpec('device_rate', 0, "Device sample rate (Hz): 0 = the stream's own when the "
                   "device takes it, else the device's default; resampled (libsoxr) when they "
                   'differ.', Apply.RELOAD, range=(0, 192000)),
@@ -125,6 +131,9 @@ class PlayerNode(LifecycleNode):
         self._state_label = 'unconfigured'
         self._rejected = 0
         self._last_error = ''
+        self._stamp_warned = False
+        self._incompatible = 0
+        self._incompatible_policy = ''
         self.finalized = threading.Event()
         self._group = MutuallyExclusiveCallbackGroup()
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
@@ -167,7 +176,7 @@ class PlayerNode(LifecycleNode):
             return TransitionCallbackReturn.FAILURE
         config = PlayerConfig(device=self._p('device'), latency_s=self._p('latency'),
                               device_rate=self._p('device_rate'), volume=self._p('volume'),
-                              buffer_s=self._p('buffer'))
+                              buffer_s=self._p('buffer'), max_ahead_s=self._p('max_ahead_s'))
         try:
             self._player = Player(config)
         except DeviceError as exc:
@@ -190,7 +199,8 @@ class PlayerNode(LifecycleNode):
         self._sub = self.create_subscription(
             AudioStamped, 'audio', self._on_audio, qos, callback_group=self._group,
             qos_overriding_options=QoSOverridingOptions.with_default_policies(),
-            event_callbacks=SubscriptionEventCallbacks(matched=self._on_matched))
+            event_callbacks=SubscriptionEventCallbacks(
+                matched=self._on_matched, incompatible_qos=self._on_incompatible_qos))
         self._active = True
         self._state_label = 'active'
         device = self._player.device_name if self._player is not None else '?'
@@ -201,6 +211,19 @@ class PlayerNode(LifecycleNode):
         sub = self._sub
         topic = sub.topic_name if sub is not None else 'audio'
         self.get_logger().info(f'{topic}: {info.current_count} publisher(s) matched')
+
+    def _on_incompatible_qos(self, info: QoSRequestedIncompatibleQoSInfo) -> None:
+        # A publisher whose QoS cannot match (a best-effort audio topic): DDS delivers it
+        # nothing, silently. Say so, and how to match it.
+        self._incompatible = info.total_count
+        self._incompatible_policy = qos_policy_name_from_kind(info.last_policy_kind)
+        sub = self._sub
+        topic = sub.topic_name if sub is not None else 'audio'
+        self.get_logger().warning(
+            f'{topic}: a publisher offers a QoS this subscription cannot match '
+            f'({self._incompatible_policy}); nothing it publishes is received. Publish '
+            'reliable, or subscribe to match it: --ros-args -p '
+            f'qos_overrides.{topic}.subscription.reliability:=best_effort')
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Stop listening, play out what was received (bounded), close the device."""
@@ -264,6 +287,15 @@ class PlayerNode(LifecycleNode):
             stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
             stamp = stamp_ns * 1e-9
             late = player.submit(stamp, samples, int(msg.audio.info.rate), clock_offset)
+            issue, started_idle = player.last_stamp_issue
+            if started_idle:
+                self._stamp_warned = False  # a new utterance: warn again if it needs it
+            if issue and not self._stamp_warned:
+                self._stamp_warned = True
+                self.get_logger().warning(
+                    f'chunk stamped {stamp:.6f}: {issue} (more than max_ahead_s '
+                    f"{self._p('max_ahead_s')} s); played as if just stamped. Are the "
+                    'clocks of the publisher and this machine in sync?')
             self.get_logger().debug(
                 f'chunk stamped {stamp:.6f}: arrived {(stamp_ns - now_ns) * 1e-6:+.1f} ms '
                 f'before its stamp, {player.last_headroom_s * 1e3:+.1f} ms before its turn')
@@ -292,7 +324,8 @@ class PlayerNode(LifecycleNode):
         status = DiagnosticStatus(name=f'{self.get_fully_qualified_name()}: audio output',
                                   hardware_id=player.device_name if player else '')
         values = {'lifecycle_state': self._state_label, 'rejected_chunks': self._rejected,
-                  'last_error': self._last_error}
+                  'last_error': self._last_error,
+                  'incompatible_qos_publishers': self._incompatible}
         if player is not None:
             stats = player.stats()
             values.update(device=player.device_name, device_rate_hz=player.stream_rate,
@@ -301,14 +334,20 @@ class PlayerNode(LifecycleNode):
                           min_headroom_s=f'{stats.min_headroom_s:.3f}',
                           xruns=player.xruns, chunks=stats.chunks,
                           resampled_chunks=stats.resampled,
+                          stamps_out_of_range=stats.stamps_out_of_range,
                           queued_s=f'{player.queued_s:.3f}')
         status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
         if player is None:
             status.level, status.message = DiagnosticStatus.ERROR, (
                 self._last_error or 'no output device')
-        elif values.get('underruns') or player.xruns:
+        elif self._incompatible:
+            status.level = DiagnosticStatus.ERROR
+            status.message = (f'incompatible QoS ({self._incompatible_policy}): a publisher '
+                              'of the audio topic cannot be received')
+        elif values.get('underruns') or player.xruns or stats.stamps_out_of_range:
             status.level = DiagnosticStatus.WARN
-            status.message = f"underruns {values['underruns']}, xruns {player.xruns}"
+            status.message = (f"underruns {values['underruns']}, xruns {player.xruns}, "
+                              f'stamps out of range {stats.stamps_out_of_range}')
         else:
             status.level, status.message = DiagnosticStatus.OK, 'playing' if (
                 player.queued_s > 0) else 'idle'

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import soxr
 from audio_common_msgs.msg import AudioStamped
+from diagnostic_msgs.msg import DiagnosticStatus
 from std_msgs.msg import String
 
 from pulse_utils import PulseServer, missing
@@ -175,6 +176,21 @@ def test_tts_node_speaks_through_player_node_into_pulseaudio(pulse, ros_client, 
         assert tts.stop() == 0, tts.log()
 
 
+def publish_stamped(pub, samples, t0_ns, chunk=2048):
+    """Publish int16 ``samples`` as contiguous chunks, the first stamped ``t0_ns``."""
+    for k in range(0, samples.size, chunk):
+        part = np.zeros(chunk, np.int16)
+        part[:samples[k:k + chunk].size] = samples[k:k + chunk]
+        msg = AudioStamped()
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(
+            t0_ns + int(round(k / SINK_RATE * 1e9)), 1_000_000_000)
+        info = msg.audio.info
+        info.format, info.channels, info.rate, info.chunk = 8, 1, SINK_RATE, chunk
+        msg.audio.audio_data.int16_data = part.tolist()
+        pub.publish(msg)
+    return -(-samples.size // chunk)
+
+
 def noise_utterance(rate, seconds, seed):
     """Band-limited noise (under 3.5 kHz) with a 20 ms fade: survives any resampling."""
     rng = np.random.default_rng(seed)
@@ -279,17 +295,7 @@ def test_player_plays_out_what_it_holds_when_it_is_stopped(pulse, ros_client):
         time.sleep(0.3)
         recording = pulse.record()
         samples = noise_utterance(SINK_RATE, 1.5, 3)
-        t0 = ros_client.node.get_clock().now().nanoseconds
-        for k in range(0, samples.size, 2048):
-            part = np.zeros(2048, np.int16)
-            part[:samples[k:k + 2048].size] = samples[k:k + 2048]
-            msg = AudioStamped()
-            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(
-                t0 + int(round(k / SINK_RATE * 1e9)), 1_000_000_000)
-            info = msg.audio.info
-            info.format, info.channels, info.rate, info.chunk = 8, 1, SINK_RATE, 2048
-            msg.audio.audio_data.int16_data = part.tolist()
-            pub.publish(msg)
+        publish_stamped(pub, samples, ros_client.node.get_clock().now().nanoseconds)
         time.sleep(0.3)  # delivered; most of it still queued in the player
         assert player.stop() == 0, player.log()
         heard = recording.stop()
@@ -301,6 +307,74 @@ def test_player_plays_out_what_it_holds_when_it_is_stopped(pulse, ros_client):
         corr = np.dot(got[tail], ref[tail]) / np.sqrt(np.dot(got[tail], got[tail]) *
                                                       np.dot(ref[tail], ref[tail]))
         assert corr > 0.99, corr
+    finally:
+        ros_client.node.destroy_publisher(pub)
+        player.stop()
+
+
+def _matched_publisher(ros_client, player, ns, qos=100):
+    pub = ros_client.node.create_publisher(AudioStamped, f'{ns}/audio', qos)
+    deadline = time.monotonic() + 10
+    while pub.get_subscription_count() < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return pub
+
+
+@pytest.mark.parametrize('skew_s', [10.0, -10.0])
+def test_a_stamp_far_off_plays_at_once_with_one_warning(pulse, ros_client, skew_s):
+    """Stamped 10 s ahead (or behind): heard at once, not 10 s later; one WARN, counted."""
+    from ros_utils import new_namespace
+
+    ns = new_namespace()
+    player = start_player(pulse, ns)
+    pub = _matched_publisher(ros_client, player, ns)
+    try:
+        wait_until_matched(player)
+        samples = noise_utterance(SINK_RATE, 0.5, 4)
+        sent = time.monotonic()
+        n = publish_stamped(pub, samples, ros_client.node.get_clock().now().nanoseconds
+                            + int(skew_s * 1e9))
+        deadline = sent + 5.0  # far less than the 10 s the stamp asks for
+        while time.monotonic() < deadline:
+            values = {kv.key: kv.value for kv in ros_client.diagnostics(player).values}
+            if values.get('chunks') == str(n) and values.get('queued_s') == '0.000':
+                break
+            time.sleep(0.2)
+        assert values.get('queued_s') == '0.000', values  # all of it played already
+        assert values['stamps_out_of_range'] == '1', values  # the first; the rest follow it
+        log = player.log()
+        side = 'after' if skew_s > 0 else 'before'
+        assert log.count(f's {side} its arrival (more than max_ahead_s 2.0 s)') == 1, log
+    finally:
+        ros_client.node.destroy_publisher(pub)
+        player.stop()
+
+
+def test_a_best_effort_publisher_is_reported_not_silently_ignored(pulse, ros_client):
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    from ros_utils import new_namespace
+
+    ns = new_namespace()
+    player = start_player(pulse, ns)
+    pub = ros_client.node.create_publisher(
+        AudioStamped, f'{ns}/audio', QoSProfile(depth=10,
+                                                reliability=ReliabilityPolicy.BEST_EFFORT))
+    try:
+        player.wait_for_log('a publisher offers a QoS this subscription cannot match '
+                            '(RELIABILITY)', 20)
+        assert f'qos_overrides.{ns}/audio.subscription.reliability:=best_effort' in \
+            player.log()
+        deadline = time.monotonic() + 10
+        while True:
+            status = ros_client.diagnostics(player)
+            if status.level == DiagnosticStatus.ERROR or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        values = {kv.key: kv.value for kv in status.values}
+        assert status.level == DiagnosticStatus.ERROR
+        assert 'incompatible QoS (RELIABILITY)' in status.message, status.message
+        assert values['incompatible_qos_publishers'] == '1'
     finally:
         ros_client.node.destroy_publisher(pub)
         player.stop()

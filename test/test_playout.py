@@ -235,3 +235,51 @@ def test_player_opens_the_streams_rate_or_resamples_when_the_device_refuses_it()
     assert fake.opened == [16000, 48000] and player.stats().resampled == 1
     forced = Player(PlayerConfig(device_rate=48000), backend=FakeSoundDevice({16000}, 16000))
     assert forced.rate_for(16000) == 48000
+
+
+@pytest.mark.parametrize('skew_s', [10.0, -10.0, -100.0])
+def test_a_stamp_far_from_its_arrival_plays_on_arrival_and_is_counted(skew_s):
+    """A clock 10 s ahead, 10 s behind, or a zero stamp: no 10 s wait, one count."""
+    playout = Playout(RATE, buffer_s=0.05, max_ahead_s=2.0)
+    dev = Device(playout)
+    dev.run(0.05)
+    arrival = dev.now
+    assert not playout.push(arrival + skew_s, ramp(800), RATE, dev.now)
+    assert playout.last_started_idle
+    assert playout.last_stamp_issue.startswith(f'stamp {abs(skew_s):.3f} s')
+    dev.run(0.3)
+    first = int(np.nonzero(dev.heard())[0][0]) / RATE
+    # Heard the jitter buffer after its arrival (no latency given), as a fresh stamp is.
+    assert first == pytest.approx(arrival + 0.05 - 100.0, abs=0.011)
+    assert playout.stats.stamps_out_of_range == 1
+
+
+def test_a_stamp_within_the_bound_is_believed():
+    playout = Playout(RATE, buffer_s=0.05, max_ahead_s=2.0)
+    dev = Device(playout)
+    dev.run(0.05)
+    stamp = dev.now + 1.5
+    playout.push(stamp, ramp(800), RATE, dev.now)
+    assert playout.last_stamp_issue == ''
+    dev.run(1.8)
+    first = int(np.nonzero(dev.heard())[0][0]) / RATE
+    assert first == pytest.approx(stamp - 100.0, abs=0.011)  # at its stamp
+    assert playout.stats.stamps_out_of_range == 0
+
+
+def test_stamps_that_jump_within_a_run_play_on_and_are_counted():
+    playout = Playout(RATE, buffer_s=0.05, max_ahead_s=2.0)
+    dev = Device(playout)
+    dev.run(0.05)
+    stamp = dev.now + 0.02
+    playout.push(stamp, ramp(1600), RATE, dev.now)                 # 100 ms
+    playout.push(stamp - 10.0, ramp(800, 1600), RATE, dev.now)     # jumps back 10 s
+    assert playout.last_stamp_issue.startswith('stamp went back 10.100 s')
+    assert not playout.last_started_idle
+    playout.push(stamp + 30.0, ramp(800, 2400), RATE, dev.now)     # 30 s ahead
+    assert playout.last_stamp_issue == 'stamp 39.950 s after the end of the audio before it'
+    dev.run(0.5)
+    heard = dev.heard()
+    s0 = int(np.nonzero(heard)[0][0])
+    np.testing.assert_array_equal(heard[s0:s0 + 3200], ramp(3200))  # back to back
+    assert playout.stats.stamps_out_of_range == 2

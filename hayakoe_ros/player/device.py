@@ -49,6 +49,8 @@ class PlayerConfig:
         volume: Linear gain (1.0 = as received), clipped at full scale.
         buffer_s: Jitter buffer (s) before the first chunk of an utterance (see
             :class:`~.playout.Playout`).
+        max_ahead_s: How far from its arrival a chunk's stamp is believed (s; see
+            :class:`~.playout.Playout`).
     """
 
     device: str = ''
@@ -56,6 +58,7 @@ class PlayerConfig:
     device_rate: int = 0
     volume: float = 1.0
     buffer_s: float = 0.1
+    max_ahead_s: float = 2.0
 
 
 class Player:
@@ -115,7 +118,8 @@ class Player:
     # ------------------------------------------------------------------ stream
     def _open(self, rate: int) -> None:
         self._close()
-        playout = Playout(rate, self.config.volume, self.config.buffer_s)
+        playout = Playout(rate, self.config.volume, self.config.buffer_s,
+                          self.config.max_ahead_s)
 
         def callback(outdata, frames, time_info, status):
             if status.output_underflow:
@@ -232,6 +236,12 @@ class Player:
         return playout.last_headroom_s if playout is not None else 0.0
 
     @property
+    def last_stamp_issue(self) -> tuple:
+        """``(issue, started_idle)`` of the last chunk (see :class:`~.playout.Playout`)."""
+        playout = self._playout
+        return (playout.last_stamp_issue, playout.last_started_idle) if playout else ('', False)
+
+    @property
     def queued_s(self) -> float:
         """Audio waiting to be played (s)."""
         playout = self._playout
@@ -251,4 +261,5 @@ def _add(a: PlayoutStats, b: PlayoutStats) -> PlayoutStats:
                         frames_played=a.frames_played + b.frames_played,
                         output_latency_s=b.output_latency_s,
                         resampled=a.resampled + b.resampled,
-                        min_headroom_s=min(a.min_headroom_s, b.min_headroom_s))
+                        min_headroom_s=min(a.min_headroom_s, b.min_headroom_s),
+                        stamps_out_of_range=a.stamps_out_of_range + b.stamps_out_of_range)

@@ -72,6 +72,9 @@ class PlayoutStats:
             how long before the device would have rendered its first frame it arrived
             (negative for an underrun). What the jitter buffer and the publisher's lead
             left to spare; near 0, underruns are near.
+        stamps_out_of_range: Chunks whose stamp was not believed (see
+            :class:`Playout`'s ``max_ahead_s``): played as if stamped on arrival, or right
+            after the audio before them.
     """
 
     chunks: int = 0
@@ -81,6 +84,7 @@ class PlayoutStats:
     output_latency_s: float = 0.0
     resampled: int = 0
     min_headroom_s: float = math.inf
+    stamps_out_of_range: int = 0
 
 
 class Playout:
@@ -96,12 +100,24 @@ class Playout:
             counts from the device's render position in time, not in frames: a stream
             that has just opened renders its whole output latency at once, which would
             otherwise swallow the buffer (seen: 18 ms left of 100).
+        max_ahead_s: How far from its arrival a stamp is believed (s). A chunk that starts
+            a run while the device is idle, stamped more than this after its arrival (a
+            publisher's clock ahead) or before it (a zero stamp, a clock behind, a stale
+            message), plays as if stamped on arrival; one that follows audio still
+            playing with a stamp more than this before that audio's end, or that would put
+            it more than this (plus the jitter buffer) ahead of the sound, plays right
+            after that audio (as a smaller step back does: an interrupting utterance's). Each is
+            counted in ``stats.stamps_out_of_range`` and named in
+            :attr:`last_stamp_issue`. Pacing publishers (``tts_node``) stay well inside
+            0.5 s; SSML breaks arrive as late as they are stamped.
     """
 
-    def __init__(self, device_rate: int, volume: float = 1.0, buffer_s: float = 0.0) -> None:
+    def __init__(self, device_rate: int, volume: float = 1.0, buffer_s: float = 0.0,
+                 max_ahead_s: float = 2.0) -> None:
         self.device_rate = int(device_rate)
         self.volume = float(volume)
         self.buffer_s = float(buffer_s)
+        self.max_ahead_s = float(max_ahead_s)
         self.stats = PlayoutStats()
         self._lock = threading.Lock()
         self._blocks: collections.deque = collections.deque()  # [start_frame, float32]
@@ -118,6 +134,10 @@ class Playout:
         #: Headroom of the last chunk pushed (s): from its arrival to the device's render
         #: of its first frame, estimated in frames queued before it; negative if late.
         self.last_headroom_s = 0.0
+        #: Why the last chunk's stamp was not believed ('' when it was; see max_ahead_s).
+        self.last_stamp_issue = ''
+        #: Whether the last chunk started a run on an idle device (an utterance's start).
+        self.last_started_idle = False
 
     # ------------------------------------------------------------------ producer side
     def frame_at(self, t: float, now: float) -> float:
@@ -174,6 +194,8 @@ class Playout:
                 samples = self._resampler.resample_chunk(samples, last=False)
             earliest = self._frame
             late = False
+            issue = ''
+            idle = False
             if contiguous:
                 start = self._end_frame
                 headroom = (start - earliest) / self.device_rate
@@ -185,10 +207,25 @@ class Playout:
                     start = earliest
             elif self._end_frame > earliest:  # still playing: the stamped pause, exactly
                 start = self._end_frame + max(0, int(round(gap_s * self.device_rate)))
+                if gap_s < -self.max_ahead_s:  # a small step back: an interrupt's start
+                    issue = f'stamp went back {-gap_s:.3f} s within a run'
+                elif (start - earliest) / self.device_rate > self.max_ahead_s + self.buffer_s:
+                    issue = f'stamp {gap_s:.3f} s after the end of the audio before it'
+                    start = self._end_frame
             else:  # idle: a new run, at its stamp or rendered after the jitter buffer
+                idle = True
                 target = self.frame_at(stamp + clock_offset, now)
                 ready = self.frame_at(now + self.buffer_s + latency_s, now)
+                skew = stamp + clock_offset - now
+                if skew > self.max_ahead_s or skew < -self.max_ahead_s:
+                    issue = (f'stamp {abs(skew):.3f} s '
+                             f"{'after' if skew > 0 else 'before'} its arrival")
+                    target = ready
                 start = max(int(round(target)), math.ceil(ready), earliest)
+            if issue:
+                self.stats.stamps_out_of_range += 1
+            self.last_stamp_issue = issue
+            self.last_started_idle = idle
             if not contiguous:
                 headroom = (start - earliest) / self.device_rate
             self.last_headroom_s = headroom
