@@ -150,3 +150,32 @@ def ros_client(ros_test_domain):
     yield client
     client.close()
     rclpy.shutdown()
+
+
+@pytest.fixture
+def read_only_view(tmp_path):
+    """``view(src) -> path``: ``src`` seen through a read-only bind mount (root needed).
+
+    A real read-only file system, as on a robot whose cache lives on a read-only image:
+    as root, permission bits would not stop a write. Skips where mounting is refused.
+    """
+    import subprocess
+
+    mounted = []
+
+    def view(src):
+        dst = tmp_path / f'ro-{len(mounted)}'
+        dst.mkdir()
+        proc = subprocess.run(['mount', '--bind', str(src), str(dst)], capture_output=True,
+                              text=True, timeout=30)
+        if proc.returncode == 0:
+            mounted.append(dst)
+            proc = subprocess.run(['mount', '-o', 'remount,bind,ro', str(dst)],
+                                  capture_output=True, text=True, timeout=30)
+        if proc.returncode:
+            pytest.skip(f'cannot make a read-only view: {proc.stderr.strip()}')
+        return dst
+
+    yield view
+    for dst in mounted:
+        subprocess.run(['umount', str(dst)], capture_output=True, timeout=30)

@@ -121,10 +121,16 @@ def test_a_model_that_cannot_be_converted_falls_back_to_the_plain_file(tmp_path,
 
 
 def test_engine_loads_plain_models_when_the_cache_is_not_writable(tiny_model_root, tmp_path,
-                                                                  hayakoe_clean_globals):
+                                                                  hayakoe_clean_globals,
+                                                                  caplog):
     blocker = tmp_path / 'not_a_dir'
     blocker.write_text('a file where the cache directory would be', encoding='utf-8')
-    engine = _engine(tiny_model_root, blocker, optimized=True)
+    with caplog.at_level(logging.WARNING, logger='hayakoe_ros'):
+        engine = _engine(tiny_model_root, blocker, optimized=True)
+    # One cause, one WARNING, however many model files it keeps unoptimised.
+    warned = [r for r in caplog.records if r.levelno == logging.WARNING
+              and 'is not writable' in r.getMessage()]
+    assert len(warned) == 1, caplog.text
     try:
         audio, _ = _speak(engine)
         level = engine.speaker._synth_session.get_session_options().graph_optimization_level

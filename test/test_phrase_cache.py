@@ -259,3 +259,23 @@ def test_a_user_dictionary_changes_the_key(openjtalk_engine, tmp_path):
     assert len(inner.calls) == 2 and read_kyou.size != plain.size  # キョウ: fewer morae
     np.testing.assert_array_equal(cache.synthesize('本日は晴れです。', voice), plain)
     assert len(inner.calls) == 2 and cache.hits == 1
+
+
+def test_a_read_only_directory_serves_its_entries_and_warns_once(openjtalk_engine, tmp_path,
+                                                                  read_only_view, caplog):
+    voice = VoiceParams()
+    rw = tmp_path / 'cache'
+    rw.mkdir()
+    stored = CachingEngine(Counting(openjtalk_engine), 8, str(rw)).synthesize(PHRASES[0], voice)
+    inner = Counting(openjtalk_engine)
+    cache = CachingEngine(inner, 8, str(read_only_view(rw)))
+    with caplog.at_level(logging.WARNING, logger='hayakoe_ros'):
+        np.testing.assert_array_equal(cache.synthesize(PHRASES[0], voice), stored)
+        for text in PHRASES[1:] + ('新しい文です。', 'もう一つの文です。'):
+            assert cache.synthesize(text, voice).size > 0
+    assert inner.calls == list(PHRASES[1:]) + ['新しい文です。', 'もう一つの文です。']
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warned) == 1 and 'cannot write to' in warned[0], warned
+    assert 'Read-only file system' in cache.write_error
+    np.testing.assert_array_equal(cache.synthesize(PHRASES[2], voice),
+                                  cache.synthesize(PHRASES[2], voice))  # memory still caches

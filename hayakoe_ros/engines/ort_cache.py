@@ -40,6 +40,15 @@ import tempfile
 from typing import Any, Optional
 
 _LOG = logging.getLogger(__name__)
+# Causes already warned about in this process: a read-only cache directory is one cause,
+# however many model files it keeps from being optimised (later ones log at DEBUG).
+_WARNED: set = set()
+
+
+def _warn_once(cause: tuple, message: str, *args) -> None:
+    level = logging.DEBUG if cause in _WARNED else logging.WARNING
+    _WARNED.add(cause)
+    _LOG.log(level, message, *args)
 
 #: Seconds one conversion may take before the plain model is used (the full-size BERT
 #: takes 10-15 s on this repository's 2-core x86 machine; a Raspberry Pi 4B is slower).
@@ -163,8 +172,9 @@ class OptimizedModelCache:
             tmp = Path(tempfile.mkdtemp(prefix='.tmp-', dir=self.root))
             os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp's 0700 hides it from other users
         except OSError as exc:
-            _LOG.warning('cache directory %s is not writable (%s); loading %s unoptimised '
-                         'offline', self.root, exc, source)
+            _warn_once(('unwritable', str(self.root), exc.errno),
+                       'cache directory %s is not writable (%s); loading %s and any other '
+                       'model unoptimised offline', self.root, exc, source)
             return None
         try:
             error = self._convert(source, tmp / MODEL_NAME, level)
@@ -184,8 +194,9 @@ class OptimizedModelCache:
             _LOG.info('optimised %s offline into %s', source, model)
             return model
         except OSError as exc:
-            _LOG.warning('cannot store the optimised copy of %s (%s); loading it as is',
-                         source, exc)
+            _warn_once(('store', str(self.root), exc.errno),
+                       'cannot store the optimised copy of %s (%s); loading it as is',
+                       source, exc)
             return None
         finally:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -120,6 +120,9 @@ class CachingEngine(WrappedEngine):
         self._dir = os.path.abspath(os.path.expanduser(directory)) if directory else None
         self._files: collections.OrderedDict = collections.OrderedDict()  # name -> bytes
         self._file_bytes = 0
+        #: Why entries cannot be written to the directory ('' while they can): after the
+        #: first failure (a read-only directory) none is tried again, and it is logged once.
+        self.write_error = ''
         if self._dir is not None:
             os.makedirs(self._dir, exist_ok=True)
             self._scan()
@@ -278,8 +281,12 @@ class CachingEngine(WrappedEngine):
         return audio
 
     def _store(self, key: str, audio: np.ndarray) -> None:
-        """Write the entry atomically (temporary file + ``os.replace``); errors: WARNING."""
-        if self._dir is None or key in self._files or audio.nbytes > self._max_bytes:
+        """Write the entry atomically (temporary file + ``os.replace``).
+
+        The first failure is logged as WARNING and ends writing (:attr:`write_error`).
+        """
+        if self._dir is None or self.write_error or key in self._files \
+                or audio.nbytes > self._max_bytes:
             return
         tmp = ''
         try:
@@ -288,7 +295,9 @@ class CachingEngine(WrappedEngine):
                 np.save(f, audio, allow_pickle=False)
             os.replace(tmp, self._path(key))
         except OSError as exc:
-            _LOG.warning(f'phrase cache: cannot write {self._path(key)}: {exc}')
+            self.write_error = f'{type(exc).__name__}: {exc}'
+            _LOG.warning(f'phrase cache: cannot write to {self._dir} ({exc}); new segments '
+                         'are kept in memory only, the entries on disk are still served')
             if tmp:
                 try:
                     os.unlink(tmp)
