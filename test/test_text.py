@@ -128,3 +128,19 @@ def test_runs_of_unreadable_characters_are_capped_so_segments_stay_bounded():
                for s in segment(prepare_text('か' * 9 + '。' * 100, 1000), 10))
     # Ordinary punctuation is kept as written.
     assert prepare_text('えっ！？……本当？', 100) == 'えっ！？……本当？'
+
+
+@pytest.mark.parametrize('text', ['1' * 300, '今日は' + '1' * 300 + '%です。'])
+def test_a_long_digit_string_is_cut_like_any_long_segment(text):
+    """Read digit by digit, it was one no-cut reading: one engine call of 70 s of audio."""
+    import pyopenjtalk
+
+    from hayakoe_ros.speech.frontend import normalize, strip_marks
+    from hayakoe_ros.speech.pipeline import prepare
+
+    _, segs = prepare(text, 2000, 60, 8)
+    assert len(segs) > 5 and max(len(s.text) for s in segs) <= 60
+    whole = strip_marks(normalize(text))
+    assert ''.join(s.text for s in segs) == whole  # nothing lost, nothing added
+    assert whole.count('イチ') == 300
+    assert all(pyopenjtalk.g2p(s.text, kana=True) for s in segs)
