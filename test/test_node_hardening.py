@@ -75,3 +75,34 @@ def test_diagnostics_count_the_restarts_after_the_process_died(ros_client, tmp_p
         assert values['restarts'] == '0', values
     finally:
         assert clean.stop() == 0, clean.log()
+
+
+def test_a_read_only_home_is_a_clear_error_and_ros_log_dir_fixes_it(read_only_view, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    home = tmp_path / 'home'
+    home.mkdir()
+    env = dict(os.environ, HOME=str(read_only_view(home)))
+    env.pop('ROS_LOG_DIR', None)
+    env.pop('ROS_HOME', None)
+    cmd = [sys.executable, '-m', 'hayakoe_ros.tts_node', '--ros-args', '-p',
+           'engine:=openjtalk', '-p', 'autostart:=false']
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert 'cannot start: failed to initialize logging' in proc.stderr
+    assert 'set ROS_LOG_DIR to a writable directory' in proc.stderr
+    assert 'Traceback' not in proc.stderr
+    env['ROS_LOG_DIR'] = str(tmp_path / 'log')
+    node = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / 'log').is_dir() and time.monotonic() < deadline:
+            assert node.poll() is None, node.stdout.read()
+            time.sleep(0.05)
+        assert (tmp_path / 'log').is_dir()
+    finally:
+        node.send_signal(signal.SIGINT)
+        assert node.wait(30) == 0

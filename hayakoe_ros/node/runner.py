@@ -17,6 +17,7 @@ and ``lifecycle_label``.
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 import time
 from typing import Callable
@@ -24,6 +25,7 @@ from typing import Callable
 import rclpy
 from rclpy.executors import (ExternalShutdownException, MultiThreadedExecutor,
                              SingleThreadedExecutor)
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.signals import SignalHandlerOptions
 
@@ -54,9 +56,16 @@ def run(factory: Callable, args=None, num_threads: int = 4) -> int:
             0.58 s at a time measured in player_node, starving every other Python thread.
 
     Returns:
-        The exit status: 0, or 1 when the autostart configure failed.
+        The exit status: 0, or 1 when the autostart configure failed or rcl could not
+        start (e.g. its log directory cannot be created: a message on stderr says so).
     """
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    try:
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    except _rclpy.RCLError as exc:
+        hint = (' (a read-only HOME: set ROS_LOG_DIR to a writable directory)'
+                if 'log directory' in str(exc) else '')
+        print(f'cannot start: {exc}{hint}', file=sys.stderr)
+        return 1
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
