@@ -39,7 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # tools/ is a top-level package, not installed
     sys.path.insert(0, str(REPO))
 
-from bench import memory_report, report, responsiveness  # noqa: E402
+from bench import memory_report, openjtalk_isolation, report, responsiveness  # noqa: E402
 from bench.node_driver import BenchClient, NodeProcess, read_cpu_s, read_vm_kib  # noqa: E402
 from bench.raw_worker import SPEAKER, VOICE, model_root  # noqa: E402
 from bench.texts import benchmark_sentences, benchmark_texts, rate_sentences  # noqa: E402,E501
@@ -547,6 +547,10 @@ def markdown(a: dict, results: dict) -> str:
         parts += [f"The same over {pr['sentences']} ITA sentences (shared corpus, extra "
                   f"input): {pr['articulation']:.1f} phonemes/s articulation rate, "
                   f"{pr['overall']:.1f} overall.", '']
+    iso = results['raw'].get('extras', {}).get('openjtalk_isolation')
+    if iso:
+        parts += ['### Open JTalk in a worker process (bench/openjtalk_isolation.py)', '',
+                  openjtalk_isolation.markdown(iso), '']
     return '\n'.join(parts)
 
 
@@ -649,6 +653,8 @@ def main(argv=None) -> int:
                                                                      ns)
                 extras = {} if args.no_speech_scripts else responsiveness.run_scripts(
                     args.recipe, root, log_dir, log)
+                log('Open JTalk in-process vs in a worker process (no ROS)')
+                extras['openjtalk_isolation'] = openjtalk_isolation.measure(3)
             except Exception:
                 for f in sorted(log_dir.iterdir()):  # the processes' logs explain it
                     print(f'--- {f.name}\n{f.read_text(errors="replace")[-4000:]}',
