@@ -14,6 +14,8 @@ given on the command line overrides the file. ``ros2 launch hayakoe_ros tts.laun
 --show-args`` lists every argument.
 """
 
+import functools
+
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, EmitEvent, OpaqueFunction
 from launch.actions import LogInfo, RegisterEventHandler
@@ -119,6 +121,7 @@ def _node(context, *args, **kwargs):
             arguments=['--ros-args', '--log-level',
                        f"{node_logger_name(namespace, 'player_node')}:={level}"],
         ))
+    respawn = typed('respawn', bool, LaunchConfiguration('respawn').perform(context))
     tts_node = LifecycleNode(
         package='hayakoe_ros',
         executable='tts_node',
@@ -128,22 +131,25 @@ def _node(context, *args, **kwargs):
         parameters=[LaunchConfiguration('params_file'), overrides],
         remappings=remappings,
         arguments=['--ros-args', '--log-level', f'{logger}:={level}'],
-        respawn=typed('respawn', bool, LaunchConfiguration('respawn').perform(context)),
+        respawn=respawn,
         respawn_delay=typed('respawn_delay', float,
                             LaunchConfiguration('respawn_delay').perform(context)),
     )
     # A clean exit ends the launch (player_node has nothing to play once tts_node is
     # gone); a death is followed by the respawn, which waits respawn_delay for this.
     nodes.append(RegisterEventHandler(OnProcessExit(
-        target_action=tts_node, on_exit=_on_tts_exit)))
+        target_action=tts_node, on_exit=functools.partial(_on_tts_exit, respawn))))
     return nodes + [tts_node]
 
 
-def _on_tts_exit(event, context):
+def _on_tts_exit(respawn, event, context):
     if event.returncode == 0:
-        return [EmitEvent(event=Shutdown(reason='tts_node exited'))]
-    return [LogInfo(msg=f'tts_node died (exit code {event.returncode}); starting it again '
-                        'unless respawn:=false')]
+        # After SIGINT the launch is shutting down already: a second Shutdown event makes
+        # launch_ros raise ('Cannot shutdown a ROS adapter that is not running').
+        return None if context.is_shutdown else [
+            EmitEvent(event=Shutdown(reason='tts_node exited'))]
+    then = 'starting it again' if respawn else 'not started again (respawn:=false)'
+    return [LogInfo(msg=f'tts_node died (exit code {event.returncode}); {then}')]
 
 
 def generate_launch_description():
