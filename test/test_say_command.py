@@ -45,3 +45,12 @@ def test_say_speaks_ssml_through_the_node_and_reports_success(ros_test_domain, t
         assert 1.48 <= _longest_silence_s(audio, sr) <= 1.56
     finally:
         node.stop()
+
+
+def test_print_reading_of_a_text_that_crashed_open_jtalk():
+    """`say --print-reading` on ア x 500 died with SIGSEGV; it prints the (shortened) reading."""
+    out = subprocess.run([sys.executable, '-m', 'hayakoe_ros.say', '--print-reading',
+                          'ア' * 500 + 'です。'], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == 'ア' * 100 + 'デス。'
+    assert "shortened 500 x 'ア' to 100 each" in out.stderr
