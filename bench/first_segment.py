@@ -1,6 +1,6 @@
 # Copyright 2026 The hayakoe_ros Authors
 # SPDX-License-Identifier: AGPL-3.0-or-later
-"""Short first segment (issue 13 c): node TTFA against raw hayakoe ``generate()``, no ROS.
+"""Short first segment: node TTFA against raw hayakoe ``generate()``, no ROS.
 
 ``python bench/first_segment.py [--recipe full] [--threads 2] [--reps 3] [--morae 0 4 8 ...]
 [--json FILE] [--underruns]``
@@ -17,7 +17,7 @@ characters with only 、) and the benchmark's first sentence (21 characters):
   chose). The engine's feature cache is cleared before every run.
 
 Raw and node runs alternate, after one warm-up of each. Printed: a Markdown table with the
-medians and the ratio node TTFA / raw ``generate()`` (issue 13's target: <= 0.5; the
+medians and the ratio node TTFA / raw ``generate()`` (the target: <= 0.5; the
 median of the per-repetition ratios); written with ``--json``. ``--underruns`` also
 speaks the 146-character sentence whole, in real time (pacing on, gapless off), once per
 morae value: underruns at its joins and the engine's compute per audio second, which is

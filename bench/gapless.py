@@ -1,6 +1,6 @@
 # Copyright 2026 The hayakoe_ros Authors
 # SPDX-License-Identifier: AGPL-3.0-or-later
-"""Gapless starts (issue 13 d): underruns and TTFA with ``gapless`` off and on, no ROS.
+"""Gapless starts: underruns and TTFA with ``gapless`` off and on, no ROS.
 
 ``python bench/gapless.py [--recipe full] [--threads 1] [--reps 2] [--sizes 3 10]
 [--morae N] [--slowdown S] [--json FILE] [--markdown FILE]``

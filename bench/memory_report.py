@@ -15,7 +15,7 @@ import time
 from bench import report
 from bench.node_driver import read_vm_kib
 
-#: Node peak RSS / raw hayakoe peak RSS, at most (issue 14).
+#: Node peak RSS / raw hayakoe peak RSS, at most (the memory target).
 PEAK_RATIO_TARGET = 0.75
 #: Idle time before reading the steady RSS, seconds.
 IDLE_S = 3.0

@@ -66,7 +66,7 @@ def segments() -> list:
     """The pipeline's segments of test/data/texts.yaml (benchmark sentences, utterances)."""
     from hayakoe_ros.speech.pipeline import prepare
 
-    out = []
+    out: list = []
     table = load_texts()
     for text in table['benchmark'] + [t for ts in table['utterances'].values() for t in ts]:
         out.extend(s.text for s in prepare(text, 10 ** 6, 60, 8)[1])

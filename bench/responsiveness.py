@@ -1,13 +1,13 @@
 # Copyright 2026 The hayakoe_ros Authors
 # SPDX-License-Identifier: AGPL-3.0-or-later
-"""``make bench`` figures of issue 13: interruptions, first segment and the phrase cache.
+"""``make bench`` figures of responsiveness: interruptions, first segment and the phrase cache.
 
 * **Cancel -> next first audio.** A ``say`` goal on the 10-sentence text is canceled while
   its next segment is being synthesised, and the next goal (the 1-sentence text) is sent
   at once. Its first audio (goal sent -> first feedback chunk) is compared with the same
-  goal on an idle node, measured in alternation: target next <= idle + 50 ms (issue 13).
+  goal on an idle node, measured in alternation: target next <= idle + 50 ms.
   Before the ONNX runs became terminable the next goal waited for the canceled segment's
-  synthesis (452 ms vs 82 ms on the tiny model in issue 13).
+  synthesis (452 ms vs 82 ms on the tiny model when the target was set).
 * **First segment.** Node TTFA over the raw ``generate()`` time of the first sentence alone
   (paired by repetition, from the main comparison): target <= 0.5.
 * **Long first sentences** (``bench/first_segment.py``, no ROS): the node's pipeline TTFA
@@ -190,7 +190,7 @@ def analyse(h: dict, extras: dict) -> dict:
 
 
 def claims(a: dict) -> list:
-    """Claim rows (claim, measured, target, status) of issue 13."""
+    """Claim rows (claim, measured, target, status) of these figures."""
     rows = []
     cn = a.get('cancel_next')
     if cn:
@@ -230,7 +230,7 @@ def claims(a: dict) -> list:
 def markdown(a: dict) -> list:
     """Lines of the "Interruptions, first segment, phrase cache" section."""
     fmt = report.fmt
-    lines = ['### Interruptions, first segment and phrase cache (issue 13)', '']
+    lines = ['### Interruptions, first segment and phrase cache', '']
     cn = a.get('cancel_next')
     if cn:
         lines += ['`say` goals, pacing on. Idle: the 1-sentence text on an idle node, goal '

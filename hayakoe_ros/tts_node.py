@@ -50,8 +50,8 @@ from .node.runner import RESULT_FLUSH_S, run
 from .node.parameters import (PARAMETERS, SCHEDULER_PARAMETERS, VOICE_PARAMETERS, Apply,
                               declare_all, parameter_table, scheduler_config, voice_params)
 from .node.say_action import SERVICE_DEPTH, SayActionServer
-from .speech import userdict  # issue 11: user_dictionary parameter
-from .speech.pipeline import warmup as warmup_front_end  # issue 11
+from .speech import userdict
+from .speech.pipeline import warmup as warmup_front_end
 from .speech import (CancelReason, InputError, Outcome, QueueFullError,
                      SchedulerClosedError, SpeechScheduler, Utterance)
 
@@ -151,7 +151,7 @@ class TTSNode(LifecycleNode):
                 self.get_logger().error(f'invalid configuration: {error}')
             return TransitionCallbackReturn.FAILURE
         try:
-            # issue 11: read and apply the user dictionary (both voices; a bad line fails
+            # Read and apply the user dictionary (both voices; a bad line fails
             # configure with an error naming it). Process-wide, like Open JTalk's own.
             path = self._p('user_dictionary')
             userdict.apply(userdict.UserDictionary.load(path) if path else None)

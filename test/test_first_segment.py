@@ -1,6 +1,6 @@
 # Copyright 2026 The hayakoe_ros Authors
 # SPDX-License-Identifier: AGPL-3.0-or-later
-"""A short first segment and joins inside speech (issue 13; no ROS).
+"""A short first segment and joins inside speech (no ROS).
 
 Segmenting with ``first_segment_morae`` (Open JTalk's front end), then what the joins sound
 like: on the tone engine (pauses, steps between segments), on Open JTalk (a real voice

@@ -1,6 +1,6 @@
 # Copyright 2026 The hayakoe_ros Authors
 # SPDX-License-Identifier: AGPL-3.0-or-later
-"""Readings of everyday robot text, segment cuts, and what hayakoe receives (issue 11).
+"""Readings of everyday robot text, segment cuts, and what hayakoe receives.
 
 Every expected reading below is written by hand, the way a Japanese announcer reads the
 input. The reading under test is :func:`hayakoe_ros.speech.reading`: the node's front end
@@ -146,7 +146,7 @@ READINGS = [
     ('<speak><say-as interpret-as="time">7:45</say-as></speak>', 'シチジヨンジューゴフン'),
     ('<speak><say-as interpret-as="telephone">03-1234-5678</say-as></speak>',
      'ゼロサンノイチニーサンヨンノゴーロクナナハチ'),
-    # Cross-checked by an independent table (i11-frontend-2): each written by hand.
+    # Cross-checked by an independent table: each reading written by hand.
     ('10-20枚', 'ジューカラニジューマイ'),
     ('9:15 a.m.', 'ゴゼンクジジューゴフン'),
     ('6:00 PM', 'ゴゴロクジ'),

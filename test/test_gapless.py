@@ -1,6 +1,6 @@
 # Copyright 2026 The hayakoe_ros Authors
 # SPDX-License-Identifier: AGPL-3.0-or-later
-"""Gapless starts (issue 13): rate estimates, the start delay, and underruns on a slow engine.
+"""Gapless starts: rate estimates, the start delay, and underruns on a slow engine.
 
 The scheduler runs on a tone engine slower than real time and a per-thread virtual clock
 (:class:`ThreadClock`): synthesis and playback spend virtual time side by side, as they do

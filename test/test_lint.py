@@ -70,6 +70,17 @@ def test_test_modules_do_not_import_each_other():
     assert not offenders, f'shared helpers belong in a helper module: {offenders}'
 
 
+def test_no_source_cites_an_issue_number():
+    """Comments and docstrings say why; the tracker's numbers mean nothing to a reader."""
+    import re
+
+    cite = re.compile(r'\bissues? \d+|\bi\d{2}-[a-z]')
+    found = [f'{p.relative_to(REPO)}:{n}: {line.strip()}' for p in SOURCES
+             for n, line in enumerate(p.read_text(encoding='utf-8').splitlines(), 1)
+             if cite.search(line)]
+    assert not found, '\n'.join(found)
+
+
 def test_licence_header_on_every_source_file():
     missing = []
     for path in SOURCES:

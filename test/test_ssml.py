@@ -1,6 +1,6 @@
 # Copyright 2026 The hayakoe_ros Authors
 # SPDX-License-Identifier: AGPL-3.0-or-later
-"""SSML subset: break lengths in real audio, prosody rate, errors, plain text (issue 11)."""
+"""SSML subset: break lengths in real audio, prosody rate, errors, plain text."""
 
 import numpy as np
 import pytest

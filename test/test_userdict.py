@@ -1,6 +1,6 @@
 # Copyright 2026 The hayakoe_ros Authors
 # SPDX-License-Identifier: AGPL-3.0-or-later
-"""User dictionary: both voices read the entries; bad files name the line (issue 11)."""
+"""User dictionary: both voices read the entries; bad files name the line."""
 
 import re
 

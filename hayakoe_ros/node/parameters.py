@@ -208,7 +208,7 @@ _SPECS = (
     ParameterSpec('max_segment_chars', 60, 'Longest synthesis segment, characters: longer '
                   'sentences are cut at clause boundaries (BERT reads at most 510).',
                   range=(4, 400)),
-    # --- short first segment and gapless starts (live; issue 13) ---
+    # --- short first segment and gapless starts (live) ---
     ParameterSpec('first_segment_morae', FIRST_SEGMENT_MORAE, "An utterance's first segment "
                   'ends at the first clause mark after half this many morae, or accent-phrase '
                   'boundary after this many (when that at least halves it); each later '
@@ -218,7 +218,7 @@ _SPECS = (
                   'the measured real-time factor (per engine and voice), no segment boundary '
                   'underruns (with pacing only; the delay is in the log and /diagnostics). '
                   'false = start as soon as the first segment is ready.'),
-    # --- text front end (reload; issue 11) ---
+    # --- text front end (reload) ---
     ParameterSpec('user_dictionary', '', 'User dictionary file: surface<TAB>katakana reading'
                   '[<TAB>accent type] per line, for both voices (empty: none).', Apply.RELOAD),
     ParameterSpec('chunk', 2048, 'Frames (samples) per audio message.', range=(64, 1048576)),
@@ -228,7 +228,7 @@ _SPECS = (
                   'chunk).', range=(0.0, 60.0)),
     ParameterSpec('pacing', True, 'Publish at playback rate (false: as fast as synthesis '
                   'allows).'),
-    # --- phrase cache (reload; issue 13) ---
+    # --- phrase cache (reload) ---
     ParameterSpec('phrase_cache_mb', 0, 'Phrase cache: MiB of synthesised segment audio '
                   'kept (LRU; key: engine, model files, voice settings, output rate, user '
                   'dictionary, segment text), so a repeated phrase costs no synthesis; 0 = '

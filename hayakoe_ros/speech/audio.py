@@ -134,7 +134,7 @@ class Chunker:
 
 def trim_for_break(audio: np.ndarray, sample_rate: int, after_break: bool,
                    pause_s: Optional[float]) -> np.ndarray:
-    """Trim a segment's own edge silence at SSML ``<break>`` s (issue 11).
+    """Trim a segment's own edge silence at SSML ``<break>`` s.
 
     Args:
         audio: The segment's float32 PCM, shape ``(samples,)``.

@@ -5,7 +5,7 @@
 On a machine slower than real time every segment boundary would become a silence of the
 missing synthesis time (an underrun). With ``gapless`` on, the scheduler instead delays the
 start of an utterance just enough that, at the measured rate, every segment is ready when
-the audio before it has played (issue 13):
+the audio before it has played:
 
 * :class:`RateEstimator` keeps, per engine and voice, exponentially weighted means of the
   synthesis seconds per audio second (the real-time factor, RTF) and of the audio seconds

@@ -79,7 +79,7 @@ IDLE_POLL_S = 0.2
 #: Poll period of a hand-over to a full playback queue (s, real time).
 _PUT_POLL_S = 0.05
 #: Hand-overs (segments, pauses) the synthesis thread may be ahead of the publisher: enough
-#: for it to go on synthesising through a gapless start delay (issue 13).
+#: for it to go on synthesising through a gapless start delay.
 PLAY_QUEUE_ITEMS = 64
 
 

@@ -10,7 +10,7 @@ single synthesis call blocks for long. Cuts never fall inside a number, a word o
 front-end reading (see :mod:`.frontend`'s no-cut marks). hayakoe's own splitter cuts only
 at 。！？!? and newlines.
 
-With a :class:`SegmentRamp` whose ``first_morae`` is set (issue 13), an utterance's first
+With a :class:`SegmentRamp` whose ``first_morae`` is set, an utterance's first
 segment ends at the first clause boundary after half that many morae or accent-phrase
 boundary after that many (:func:`first_cut`), and each later segment may be at most as
 long as all the segments before it together (a doubling ramp), up to
@@ -96,13 +96,13 @@ class Segment:
     rate: float = 1.0
 
 
-#: The node's default ``first_segment_morae`` (issue 13): chosen from measurements on the
+#: The node's default ``first_segment_morae``: chosen from measurements on the
 #: full-size model (bench/first_segment.py; BENCHMARKS.md "Short first segment").
 FIRST_SEGMENT_MORAE = 8
 
 
 class SegmentRamp:
-    """The length bound of each next segment of one utterance (issue 13).
+    """The length bound of each next segment of one utterance.
 
     Args:
         max_chars: ``max_segment_chars``: the bound once the ramp has grown (>= 1).
@@ -315,7 +315,7 @@ def _njd_cuts(text: str) -> tuple:
             continue
         starts.append((start, morae))
         is_num = feat.get('pos_group1') == '数'
-        bound = feat.get('pos_group1') == '接尾' or prev_prefix  # i11-frontend-2: counters
+        bound = feat.get('pos_group1') == '接尾' or prev_prefix  # a counter after a number
         if 0 < start < len(text) and not (is_num and prev_num) and feat['pos'] != '記号' \
                 and not bound:
             cuts.append((start, feat.get('chain_flag') != 1))
@@ -326,7 +326,7 @@ def _njd_cuts(text: str) -> tuple:
 
 def first_cut(sentence: str, min_morae: int, max_chars: Optional[int] = None
               ) -> Optional[tuple]:
-    """Where an utterance's first segment ends in its first sentence (issue 13).
+    """Where an utterance's first segment ends in its first sentence.
 
     The first clause boundary (after 、，；: and closing quotes, before opening quotes) with
     at least half of ``min_morae`` morae (Open JTalk's NJD ``mora_size``) before it, or
