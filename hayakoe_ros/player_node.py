@@ -36,9 +36,9 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.qos_overriding_options import QoSOverridingOptions
 from rclpy.subscription import Subscription
 
-from .node.diagnostics import publish_status
-from .node.parameters import Apply, ParameterSpec
+from .node.param_spec import Apply, ParameterSpec, declare_specs
 from .node.runner import run
+from .node.status import publish_status
 from .player.device import DeviceError, Player, PlayerConfig
 
 __all__ = ['PLAYER_PARAMETERS', 'PlayerNode', 'decode', 'main']
@@ -116,17 +116,10 @@ class PlayerNode(LifecycleNode):
 
     def __init__(self, node_name: str = 'player_node', **kwargs) -> None:
         super().__init__(node_name, **kwargs)
-        self._errors = []
         self._active = False
         self._player: Optional[Player] = None
         self.add_on_set_parameters_callback(self._on_set_parameters)
-        for name, spec in PLAYER_PARAMETERS.items():
-            try:
-                self.declare_parameter(name, spec.default, spec.descriptor())
-            except Exception as exc:  # invalid start-up value: reported by on_configure
-                self._errors.append(f"parameter '{name}': {exc}")
-                self.declare_parameter(name, spec.default, spec.descriptor(),
-                                       ignore_override=True)
+        self._errors = declare_specs(self, PLAYER_PARAMETERS)  # reported by on_configure
         self._sub: Optional[Subscription] = None
         self._state_label = 'unconfigured'
         self._rejected = 0

@@ -42,10 +42,11 @@ from audio_common_msgs.msg import AudioStamped
 
 from .engines import UnknownStyleError
 from .node import log_bridge
-from .node.diagnostics import Snapshot, SpeechStats, build_status, publish_status, rate_values
+from .node.diagnostics import Snapshot, SpeechStats, build_status, rate_values
 from .node.engine_loader import EngineLoader
 from .node.messages import StampClock, chunk_to_msg
 from .node.restarts import RunRecord
+from .node.status import publish_status
 from .node.runner import RESULT_FLUSH_S, run
 from .node.parameters import (PARAMETERS, SCHEDULER_PARAMETERS, VOICE_PARAMETERS, Apply,
                               declare_all, parameter_table, scheduler_config, voice_params)

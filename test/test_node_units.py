@@ -136,3 +136,19 @@ def test_log_line_and_status_report_the_gapless_start_delay_and_underruns():
     values = {kv.key: kv.value for kv in build_status(snap).values}
     assert values['last_start_delay_s'] == '0.625' and values['last_underruns'] == '2'
     assert values['rtf_estimate'] == '1.200'
+
+
+def test_player_node_loads_none_of_the_speech_stack():
+    """A robot that only plays audio needs no engine, front end or scheduler in memory."""
+    import subprocess
+    import sys
+
+    code = ('import sys, hayakoe_ros.player_node; print(" ".join(sorted(m for m in sys.modules '
+            'if m.startswith(("hayakoe", "onnxruntime", "pyopenjtalk", "transformers", '
+            '"torch", "e2k")))))')
+    loaded = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                            timeout=60, check=True).stdout.split()
+    assert 'hayakoe_ros.player_node' in loaded
+    assert not [m for m in loaded if m.startswith(('hayakoe_ros.speech', 'hayakoe_ros.engines',
+                                                   'hayakoe.', 'onnxruntime', 'pyopenjtalk',
+                                                   'transformers', 'torch', 'e2k'))], loaded

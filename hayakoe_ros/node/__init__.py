@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: AGPL-3.0-or-later
 """The ROS layer of ``tts_node``, one module per concern (the node itself wires them).
 
-* :mod:`.parameters`: the typed parameter specs, validation, README table;
+* :mod:`.parameters`: ``tts_node``'s parameters (specs of :mod:`.param_spec`), README table;
+* :mod:`.param_spec`: typed parameter specs and their declaration (both nodes);
+* :mod:`.status`: publishing ``/diagnostics`` (both nodes);
+* :mod:`.restarts`: the count of restarts after the process died;
 * :mod:`.engine_loader`: engine load, fallback voice, warm-up, close;
 * :mod:`.say_action`: the ``say`` action server (coroutine execute callbacks);
 * :mod:`.messages`: chunk -> ``AudioStamped`` conversion and stamps;

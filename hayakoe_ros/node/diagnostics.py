@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 
 from ..speech import Outcome
 
@@ -172,19 +172,3 @@ def build_status(snap: Snapshot) -> DiagnosticStatus:
         status.level = DiagnosticStatus.OK
         status.message = snap.lifecycle_state + (', speaking' if snap.speaking else '')
     return status
-
-
-def publish_status(node, publisher, build) -> None:
-    """Publish ``[build()]`` as a ``DiagnosticArray`` stamped with ``node``'s clock.
-
-    Diagnostics must never take a node down: a failure is logged as ERROR (at most every
-    10 s) and the next period tries again.
-    """
-    try:
-        msg = DiagnosticArray()
-        msg.header.stamp = node.get_clock().now().to_msg()
-        msg.status = [build()]
-        publisher.publish(msg)
-    except Exception as exc:
-        node.get_logger().error(f'diagnostics failed: {type(exc).__name__}: {exc}',
-                                throttle_duration_sec=10.0)

@@ -11,32 +11,18 @@ same at start-up and on ``ros2 param set``.
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
 import enum
-import math
-from typing import Iterable, Optional, Union
-
-from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
-                                ParameterType)
+from typing import Iterable
 
 from ..engines import VoiceParams
 from ..speech import QueuePolicy, SchedulerConfig
 from ..speech.phrase_cache import MAX_CACHE_MB
 from ..speech.text import FIRST_SEGMENT_MORAE
+from . import param_spec
+from .param_spec import Apply, ParameterSpec
 
-Value = Union[bool, int, float, str]
-
-
-class Apply(str, enum.Enum):
-    """When a parameter change takes effect."""
-
-    #: At once (the next utterance or segment); ``ros2 param set`` works in any state.
-    LIVE = 'live'
-    #: At the next configure (lifecycle cleanup + configure, or a restart); may be set
-    #: while the node is unconfigured or inactive, and is refused while it is active.
-    RELOAD = 'reload'
-
+__all__ = ['Apply', 'PARAMETERS', 'ParameterSpec', 'declare_all', 'parameter_table',
+           'scheduler_config', 'unknown_parameters', 'voice_params']
 
 class EngineName(str, enum.Enum):
     """Speech engines the node can load."""
@@ -58,89 +44,6 @@ VOLUME_RANGE = (0.0, 4.0)
 
 #: Upper bound of ``max_queue``.
 MAX_QUEUE_LIMIT = 1000
-
-_TYPES = {bool: ('bool', ParameterType.PARAMETER_BOOL),
-          int: ('int', ParameterType.PARAMETER_INTEGER),
-          float: ('double', ParameterType.PARAMETER_DOUBLE),
-          str: ('string', ParameterType.PARAMETER_STRING)}
-
-
-def _article(word: str) -> str:
-    """'a' or 'an' before ``word`` (type names: 'an int', 'a float', 'a bool', 'a str')."""
-    return 'an' if word[:1] in 'aeiou' else 'a'
-
-
-@dataclasses.dataclass(frozen=True)
-class ParameterSpec:
-    """One node parameter.
-
-    Attributes:
-        name: Parameter name.
-        default: Default value; its Python type is the parameter's type.
-        description: What it does, with units.
-        apply: When a change takes effect (:class:`Apply`).
-        range: Inclusive ``(low, high)`` for numbers, else None.
-        choices: Allowed values for strings, else None.
-    """
-
-    name: str
-    default: Value
-    description: str
-    apply: Apply = Apply.LIVE
-    range: Optional[tuple] = None
-    choices: Optional[tuple] = None
-
-    @property
-    def type_name(self) -> str:
-        """ROS type name: bool, int, double or string."""
-        return _TYPES[type(self.default)][0]
-
-    def allowed(self) -> str:
-        """What values are allowed, in words (empty when any value of the type is)."""
-        if self.choices:
-            return 'one of: ' + ', '.join(self.choices)
-        if self.range:
-            return (f'{_article(self.type_name)} {self.type_name} in '
-                    f'[{self.range[0]:g}, {self.range[1]:g}]')
-        return ''
-
-    def descriptor(self) -> ParameterDescriptor:
-        """The ``ParameterDescriptor`` declared for it (type, range, description, choices)."""
-        desc = ParameterDescriptor(name=self.name, type=_TYPES[type(self.default)][1],
-                                   description=self.description, read_only=False)
-        if self.choices:
-            desc.additional_constraints = self.allowed()
-        elif self.range and isinstance(self.default, float):
-            desc.floating_point_range = [FloatingPointRange(
-                from_value=float(self.range[0]), to_value=float(self.range[1]), step=0.0)]
-        elif self.range and isinstance(self.default, int):
-            desc.integer_range = [IntegerRange(from_value=int(self.range[0]),
-                                               to_value=int(self.range[1]), step=1)]
-        if self.apply is Apply.RELOAD:
-            desc.additional_constraints = (desc.additional_constraints + ' ' if
-                                           desc.additional_constraints else '') + \
-                'Applies at the next configure.'
-        return desc
-
-    def check(self, value: Value) -> Optional[str]:
-        """Return why ``value`` is not allowed (naming parameter, value and rule), or None."""
-        expected = type(self.default)
-        ok_type = isinstance(value, expected) and not (
-            expected is int and isinstance(value, bool))
-        if expected is float and isinstance(value, int) and not isinstance(value, bool):
-            ok_type = True
-        if not ok_type:
-            return (f"parameter '{self.name}': {value!r} is a {type(value).__name__}, "
-                    f'expected {_article(self.type_name)} {self.type_name}')
-        if self.choices and value not in self.choices:
-            return f"parameter '{self.name}': {value!r} is not allowed; {self.allowed()}"
-        if self.range and isinstance(value, (int, float)) and not isinstance(value, bool):
-            low, high = self.range
-            if not (math.isfinite(value) and low <= value <= high):
-                return (f"parameter '{self.name}': {value!r} is out of range; "
-                        f'{self.allowed()}')
-        return None
-
 
 def _choices(enum_type: type) -> tuple:
     return tuple(member.value for member in enum_type)  # type: ignore[attr-defined]
@@ -269,9 +172,6 @@ SCHEDULER_PARAMETERS = {'queue_policy': 'queue_policy', 'max_queue': 'max_queue'
                         'first_segment_morae': 'first_segment_morae', 'gapless': 'gapless'}
 
 #: Parameters every rclpy node has (never "unknown").
-_BUILTIN = ('use_sim_time', 'start_type_description_service')
-
-
 def voice_params(values: dict, goal_rate: float = 1.0) -> VoiceParams:
     """Build :class:`VoiceParams` from parameter values.
 
@@ -297,17 +197,11 @@ def scheduler_config(values: dict) -> SchedulerConfig:
 
 
 def unknown_parameters(names: Iterable[str]) -> list:
-    """Return ``(name, closest declared name or '')`` for names the node does not declare.
+    """Return ``(name, closest declared name or '')`` for names ``tts_node`` does not declare.
 
     QoS overrides (``qos_overrides.*``) and rclpy's own parameters are not unknown.
     """
-    unknown = []
-    for name in sorted(set(names)):
-        if name in PARAMETERS or name in _BUILTIN or name.startswith('qos_overrides.'):
-            continue
-        close = difflib.get_close_matches(name, list(PARAMETERS), n=1, cutoff=0.5)
-        unknown.append((name, close[0] if close else ''))
-    return unknown
+    return param_spec.unknown_parameters(names, PARAMETERS)
 
 
 def parameter_table() -> str:
@@ -331,27 +225,8 @@ def parameter_table() -> str:
 
 
 def declare_all(node) -> list:
-    """Declare every parameter on ``node``; return the errors of invalid start-up values.
+    """Declare every parameter of ``tts_node``; errors of invalid start-up values.
 
-    The node's set-parameters callback must be registered first, so that start-up values
-    are validated exactly like ``ros2 param set``. A parameter whose override is invalid
-    (wrong type, out of range, not a choice, refused by the callback) is declared with its
-    default, and its error (naming parameter, value and what is allowed) is returned for
-    ``on_configure`` to report. Overrides that name no parameter get one WARN each, with
-    the closest declared name.
+    See :func:`~.param_spec.declare_specs`.
     """
-    errors = []
-    overrides = node._parameter_overrides  # rclpy keeps the -p / params-file values here
-    for name, spec in PARAMETERS.items():
-        try:
-            node.declare_parameter(name, spec.default, spec.descriptor())
-        except Exception as exc:  # invalid type/value/choice given at start-up
-            given = overrides[name].value if name in overrides else None
-            errors.append(spec.check(given) or f"parameter '{name}': {given!r}: {exc}")
-            node.declare_parameter(name, spec.default, spec.descriptor(),
-                                   ignore_override=True)
-    for name, close in unknown_parameters(overrides):
-        hint = f" (did you mean '{close}'?)" if close else ''
-        node.get_logger().warning(f"unknown parameter '{name}' ignored: the node has no "
-                                  f'such parameter{hint}')
-    return errors
+    return param_spec.declare_specs(node, PARAMETERS)
