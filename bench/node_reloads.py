@@ -25,6 +25,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from tools import dds_domain  # noqa: E402
+
 from bench.node_driver import BenchClient, NodeProcess, read_vm_kib  # noqa: E402
 from bench.run import hayakoe_params  # noqa: E402
 from bench.texts import benchmark_texts  # noqa: E402
@@ -71,7 +73,7 @@ def main(argv=None) -> int:
     cache = Path(os.environ.get('HAYAKOE_ROS_CACHE', REPO / '.cache')) / 'models'
     root = cached_model(cache, args.recipe, speaker)
     text = benchmark_texts()[1]
-    os.environ.setdefault('ROS_DOMAIN_ID', str(1 + os.getpid() % 100))
+    os.environ.setdefault('ROS_DOMAIN_ID', str(dds_domain.claim()))
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     rclpy.init()
     node = NodeProcess(hayakoe_params(root, speaker, args.threads), timeout=900.0)

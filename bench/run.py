@@ -43,6 +43,7 @@ from bench import memory_report, openjtalk_isolation, report, responsiveness  # 
 from bench.node_driver import BenchClient, NodeProcess, read_cpu_s, read_vm_kib  # noqa: E402
 from bench.raw_worker import SPEAKER, VOICE, model_root  # noqa: E402
 from bench.texts import benchmark_sentences, benchmark_texts, rate_sentences  # noqa: E402,E501
+from tools import dds_domain  # noqa: E402
 
 MARK_BEGIN = '<!-- bench:begin (written by bench/run.py; edit outside the markers) -->'
 MARK_END = '<!-- bench:end -->'
@@ -620,7 +621,7 @@ def main(argv=None) -> int:
     if args.render:
         return render(args.render, args.out_md)
 
-    os.environ['ROS_DOMAIN_ID'] = str(1 + os.getpid() % 100)
+    os.environ['ROS_DOMAIN_ID'] = str(dds_domain.claim())  # no other run's
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
     ns = f'/bench{os.getpid()}'
     machine = report.machine_info()

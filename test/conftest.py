@@ -40,12 +40,15 @@ def pytest_configure(config):
 def ros_test_domain():
     """Give this test session its own DDS domain, on the loopback only.
 
-    ROS_DOMAIN_ID is derived from the pid (1..100), so parallel CI runs on one machine do
-    not see each other's topics; ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST keeps discovery
-    traffic on this host.  Subprocesses the tests start inherit both.  Yields the domain id.
+    ROS_DOMAIN_ID is one that no other run on this machine holds (:mod:`tools.dds_domain`:
+    a lock per domain, held for the session), so parallel runs never see each other's
+    topics; ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST keeps discovery traffic on this host.
+    Subprocesses the tests start inherit both.  Yields the domain id.
     """
+    from tools import dds_domain
+
     saved = {k: os.environ.get(k) for k in ('ROS_DOMAIN_ID', 'ROS_AUTOMATIC_DISCOVERY_RANGE')}
-    domain_id = 1 + os.getpid() % 100
+    domain_id = dds_domain.claim()
     os.environ['ROS_DOMAIN_ID'] = str(domain_id)
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
     yield domain_id
