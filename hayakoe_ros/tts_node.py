@@ -250,7 +250,16 @@ class TTSNode(LifecycleNode):
         # by the time it has, and their results still be queued to go out.
         had_goals = self._say is not None and self._say.goals_running > 0
         if self._scheduler is not None:
-            self._scheduler.shutdown()  # every utterance ends; goals get their results
+            # Every utterance ends; goals get their results. A synthesis call that cannot
+            # be aborted (Open JTalk, CUDA, g2p) may outlive the wait: the engine is then
+            # closed by the scheduler's last thread as it ends, never under that call.
+            if not self._scheduler.shutdown():
+                engine = self._loader.detach()
+                if engine is not None:
+                    self.get_logger().warning(
+                        'a synthesis call is still running; the engine is freed when it '
+                        'returns')
+                    self._scheduler.when_stopped(engine.close)
             self._scheduler = None
         if self._say is not None:
             # Goals end as their coroutines resume on other executor threads; their

@@ -478,3 +478,40 @@ def _wait_for(condition, timeout=T):
             assert not done.wait(0.005), 'condition not met in time'
     finally:
         deadline.cancel()
+
+
+class UnabortableEngine(ToneEngine):
+    """A synthesis call that no cancel can cut short (Open JTalk, a CUDA kernel, g2p)."""
+
+    def __init__(self):
+        super().__init__()
+        self.inside, self.go_on = threading.Event(), threading.Event()
+        self.closed_during_call = None
+
+    def synthesize(self, text, voice):
+        self.inside.set()
+        assert self.go_on.wait(T)
+        audio = super().synthesize(text, voice)
+        self.inside.clear()
+        return audio
+
+    def close(self):
+        self.closed_during_call = self.inside.is_set()
+
+
+def test_an_engine_call_that_outlives_shutdown_is_never_closed_under():
+    engine = UnabortableEngine()
+    sched = SpeechScheduler(engine, lambda utt, chunk: None)
+    utt = sched.submit('終わらない文です。', VOICE)
+    assert engine.inside.wait(T)
+    assert sched.shutdown(timeout=0.05) is False  # the call goes on
+    assert utt.outcome is Outcome.CANCELED
+    sched.when_stopped(engine.close)
+    assert engine.closed_during_call is None  # not yet: the call still runs
+    engine.go_on.set()
+    _wait_for(lambda: engine.closed_during_call is not None)
+    assert engine.closed_during_call is False
+    done = []
+    sched.when_stopped(lambda: done.append(True))  # after the end: at once
+    assert done == [True]
+    assert sched.shutdown(timeout=1.0) is True

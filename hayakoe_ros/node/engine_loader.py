@@ -182,6 +182,11 @@ class EngineLoader:
 
     def close(self) -> None:
         """Free the engine's memory (no-op when none is loaded)."""
-        engine, self.engine = self.engine, None
+        engine = self.detach()
         if engine is not None:
             engine.close()
+
+    def detach(self) -> Optional[Engine]:
+        """Give up the engine without closing it (its new owner closes it); None if none."""
+        engine, self.engine = self.engine, None
+        return engine

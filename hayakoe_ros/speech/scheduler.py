@@ -127,6 +127,8 @@ class SpeechScheduler:
         self._closing = False
         #: Why the scheduler stopped working (an internal thread died); None while healthy.
         self.failure: Optional[str] = None
+        self._alive = 2  # internal threads still running (guarded by _cv)
+        self._after_stop: list = []  # callables run once both have ended
         self._threads = [
             threading.Thread(target=self._guarded, args=(self._synth_loop, 'synthesis'),
                              daemon=True, name='tts-synthesis'),
@@ -258,11 +260,16 @@ class SpeechScheduler:
             self._waiting.clear()
         return sum(self.cancel(utt, reason) for utt in victims)
 
-    def shutdown(self, timeout: float = 5.0) -> None:
+    def shutdown(self, timeout: float = 5.0) -> bool:
         """Refuse new utterances, cancel every one, stop both threads (up to ``timeout`` s).
 
         Every utterance submitted before this call gets an outcome (CANCELED with
         :attr:`CancelReason.SHUTDOWN`, unless it had already finished). Idempotent.
+
+        Returns:
+            True when both threads have ended; False when one still runs at the deadline
+            (an engine call that cannot be aborted: Open JTalk, a CUDA kernel, g2p). Free
+            the engine through :meth:`when_stopped` then, never under that call.
         """
         with self._cv:
             self._closing = True  # first: nothing submitted from here on can be missed
@@ -276,6 +283,29 @@ class SpeechScheduler:
         for thread in self._threads:
             if thread is not threading.current_thread():
                 thread.join(max(0.0, deadline - time.monotonic()))
+        return not any(t.is_alive() for t in self._threads
+                       if t is not threading.current_thread())
+
+    def when_stopped(self, fn: Callable[[], None]) -> None:
+        """Call ``fn`` once both internal threads have ended (now, if they have).
+
+        Otherwise the last thread to end calls it, as its final act: the way to free an
+        engine that a synthesis call may still be using after :meth:`shutdown`. Exceptions
+        from ``fn`` are logged, not raised.
+        """
+        with self._cv:
+            if self._alive:
+                self._after_stop.append(fn)
+                return
+        self._run_after_stop([fn])
+
+    @staticmethod
+    def _run_after_stop(fns: list) -> None:
+        for fn in fns:
+            try:
+                fn()
+            except Exception:  # e.g. an engine that fails to close: keep going
+                _LOG.exception('clean-up after the speech scheduler stopped failed')
 
     # ------------------------------------------------------------------ internals
     def _interrupt_locked(self) -> Optional[Utterance]:
@@ -347,6 +377,12 @@ class SpeechScheduler:
         except BaseException as exc:  # noqa: B036 - anything that ends the thread
             _LOG.critical('speech scheduler %s thread died', name, exc_info=True)
             self._fail(f'the {name} thread died: {type(exc).__name__}: {exc}')
+        finally:
+            with self._cv:
+                self._alive -= 1
+                fns, self._after_stop = (self._after_stop, []) if not self._alive \
+                    else ([], self._after_stop)
+            self._run_after_stop(fns)
 
     def _fail(self, reason: str) -> None:
         """Stop serving: abort every utterance held or waiting; refuse new ones."""
