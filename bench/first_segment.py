@@ -40,6 +40,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from tools.submit import submit_text  # noqa: E402
+
 from bench.raw_worker import SPEAKER, model_root, warm_engine  # noqa: E402
 from tools.texts import load_texts  # noqa: E402
 
@@ -111,7 +113,7 @@ class Node:
                                 SchedulerConfig(first_segment_morae=morae, gapless=gapless))
         self.engine.forget_features()
         try:
-            utt = sched.submit(text, self.voice)
+            utt = submit_text(sched, text, self.voice)
             if not first.wait(UTTERANCE_TIMEOUT_S):
                 raise RuntimeError('no first chunk')
             sched.stop()
@@ -128,7 +130,7 @@ class Node:
                                 SchedulerConfig(first_segment_morae=morae))
         self.engine.forget_features()
         try:
-            utt = sched.submit(text, self.voice)
+            utt = submit_text(sched, text, self.voice)
             if not utt.wait(UTTERANCE_TIMEOUT_S):
                 raise RuntimeError('utterance did not finish')
         finally:

@@ -46,6 +46,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from tools.submit import submit_text  # noqa: E402
+
 from bench.raw_worker import SPEAKER, model_root, warm_engine  # noqa: E402
 from bench.texts import benchmark_texts  # noqa: E402
 
@@ -81,7 +83,7 @@ def speak(sched, sink: Sink, key: str, text: str, voice) -> dict:
     """
     with sink.lock:
         sink.chunks.clear()
-    utt = sched.submit(text, voice)
+    utt = submit_text(sched, text, voice)
     if not utt.wait(UTTERANCE_TIMEOUT_S):
         raise RuntimeError('utterance did not finish')
     estimate = sched.rates.estimate(key)
@@ -117,7 +119,7 @@ def table(runs: dict) -> str:
 
 def main(argv=None) -> int:
     """Measure, print the table, write JSON / Markdown when asked."""
-    from hayakoe_ros.speech.text import FIRST_SEGMENT_MORAE
+    from hayakoe_ros.text.segment import FIRST_SEGMENT_MORAE
 
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--recipe', default='full', choices=tuple(SPEAKER))

@@ -32,6 +32,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from tools.submit import submit_text  # noqa: E402
+
 from bench.raw_worker import VOICE  # noqa: E402
 from bench.texts import benchmark_texts  # noqa: E402
 from hayakoe_ros.engines import memory  # noqa: E402
@@ -173,7 +175,7 @@ def _engine_speaker(root: str, speaker: str, threads: int, setting: Setting):
         sched = SpeechScheduler(eng, lambda utt, chunk: samples.append(chunk.valid_frames),
                                 SchedulerConfig(pacing=False))
         try:
-            sched.submit(text, voice).wait(600.0)
+            submit_text(sched, text, voice).wait(600.0)
         finally:
             sched.shutdown()
         return sum(samples) / eng.sample_rate

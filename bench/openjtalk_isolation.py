@@ -64,7 +64,7 @@ def _rss_mb(pid: int) -> float:
 
 def segments() -> list:
     """The pipeline's segments of test/data/texts.yaml (benchmark sentences, utterances)."""
-    from hayakoe_ros.speech.pipeline import prepare
+    from hayakoe_ros.text.pipeline import prepare
 
     out: list = []
     table = load_texts()

@@ -120,7 +120,8 @@ class EngineWorker:
         segment alone (what the synthesizer's own ``durations`` output gives).
         """
         from hayakoe_ros.speech import SchedulerConfig, SpeechScheduler
-        from hayakoe_ros.speech.text import prepare_text, segment
+        from hayakoe_ros.text.pipeline import prepare
+        from hayakoe_ros.text.segment import prepare_text, segment
 
         eng, voice = self.engine, self.voice
         spk = eng.speaker
@@ -133,7 +134,7 @@ class EngineWorker:
             sched = SpeechScheduler(eng, lambda utt, chunk: None,
                                     SchedulerConfig(pacing=False))
             try:
-                sched.submit(text, voice).wait(3600)
+                sched.submit(prepare(text, 100000, 60)[1], voice).wait(3600)
             finally:
                 sched.shutdown()
 

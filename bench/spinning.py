@@ -28,6 +28,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from tools.submit import submit_text  # noqa: E402
+
 from bench.raw_worker import SPEAKER, model_root, warm_engine  # noqa: E402
 from tools.texts import load_texts  # noqa: E402
 
@@ -45,7 +47,7 @@ def speak(engine, voice, text: str) -> dict:
     engine.forget_features()
     try:
         c0, w0 = os.times(), time.perf_counter()
-        utt = sched.submit(text, voice)
+        utt = submit_text(sched, text, voice)
         if not utt.wait(UTTERANCE_TIMEOUT_S):
             raise RuntimeError('utterance did not finish')
         c1, w1 = os.times(), time.perf_counter()

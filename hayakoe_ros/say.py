@@ -42,8 +42,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     text = args.text if args.text is not None else sys.stdin.read()
     if args.print_reading:
-        from .speech import InputError, reading
-        from .speech.userdict import UserDictionaryError
+        from .text import InputError, reading
+        from .text.userdict import UserDictionaryError
 
         try:
             print(reading(text, user_dictionary=args.user_dictionary))

@@ -51,10 +51,11 @@ from .node.runner import RESULT_FLUSH_S, run
 from .node.parameters import (PARAMETERS, SCHEDULER_PARAMETERS, VOICE_PARAMETERS, Apply,
                               declare_all, parameter_table, scheduler_config, voice_params)
 from .node.say_action import SERVICE_DEPTH, SayActionServer
-from .speech import userdict
-from .speech.pipeline import warmup as warmup_front_end
-from .speech import (CancelReason, InputError, Outcome, QueueFullError,
-                     SchedulerClosedError, SpeechScheduler, Utterance)
+from .speech import (CancelReason, Outcome, QueueFullError, SchedulerClosedError,
+                     SpeechScheduler, Utterance)
+from .text import InputError, userdict
+from .text.pipeline import prepare
+from .text.pipeline import warmup as warmup_front_end
 
 __all__ = ['PARAMETERS', 'TTSNode', 'main', 'parameter_table']
 
@@ -293,8 +294,12 @@ class TTSNode(LifecycleNode):
             self._record(utt, source)
             if on_done is not None:
                 on_done(utt)
-        return scheduler.submit(text, self._voice(goal_rate=goal_rate), volume=volume,
-                                on_done=done, on_chunk=on_chunk)
+        # Text to segments (errors to the caller) here; the scheduler sees segments only.
+        cfg = scheduler.config
+        cleaned, segments = prepare(text, cfg.max_chars, cfg.max_segment_chars,
+                                    cfg.first_segment_morae)
+        return scheduler.submit(segments, self._voice(goal_rate=goal_rate), text=cleaned,
+                                volume=volume, on_done=done, on_chunk=on_chunk)
 
     def _speak_goal(self, goal, on_done, on_chunk) -> Utterance:
         try:

@@ -12,7 +12,7 @@ from typing import Optional
 import numpy as np
 
 from hayakoe_ros.engines.base import Engine, NothingToSpeakError, SynthesisCanceledError
-from hayakoe_ros.speech.text import SPEAKABLE_RE
+from hayakoe_ros.text.segment import SPEAKABLE_RE
 
 #: Longest a test double blocks for in real time before giving up (s).
 REAL_TIMEOUT_S = 10.0

@@ -97,6 +97,7 @@ def measure(engine) -> dict:
 
     from hayakoe_ros.engines import hayakoe_internals as hk
     from hayakoe_ros.speech import Outcome, SchedulerConfig, SpeechScheduler
+    from tools.submit import submit_text
 
     out = {}
     hk.ensure_tokenizer(engine._tokenizer_dir)
@@ -119,7 +120,7 @@ def measure(engine) -> dict:
     sched = SpeechScheduler(engine, sink, SchedulerConfig(
         pacing=False, chunk_frames=PIPELINE_CASE['chunk_frames']))
     try:
-        utt = sched.submit(PIPELINE_CASE['text'], _voice(), volume=PIPELINE_CASE['volume'])
+        utt = submit_text(sched, PIPELINE_CASE['text'], _voice(), volume=PIPELINE_CASE['volume'])
         if not utt.wait(1800) or utt.outcome is not Outcome.SUCCEEDED:
             raise RuntimeError(f'pipeline case did not succeed: {utt.outcome} {utt.error}')
     finally:

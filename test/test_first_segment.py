@@ -14,10 +14,11 @@ from hayakoe_ros.engines import VoiceParams
 from hayakoe_ros.speech import Outcome, SchedulerConfig, SpeechScheduler
 from hayakoe_ros.speech.audio import apply_gain_and_limit
 from hayakoe_ros.speech.joins import JOIN_FADE_S, Joiner
-from hayakoe_ros.speech.pipeline import prepare
-from hayakoe_ros.speech.text import Boundary, SegmentRamp, segment, word_boundaries
+from hayakoe_ros.text.pipeline import prepare
+from hayakoe_ros.text.segment import Boundary, SegmentRamp, segment, word_boundaries
 from speech_fakes import REAL_TIMEOUT_S, ThreadClock, ToneEngine, VirtualClock
 from tools.texts import load_texts, utterances
+from tools.submit import submit_text
 
 pytestmark = pytest.mark.unit
 
@@ -100,7 +101,7 @@ def _speak(engine, text, morae, **config):
                             SchedulerConfig(pacing=False, first_segment_morae=morae, **config),
                             clock=VirtualClock())
     try:
-        utt = sched.submit(text, VoiceParams(style=engine.styles[0], noise=0.0, noise_w=0.0,
+        utt = submit_text(sched, text, VoiceParams(style=engine.styles[0], noise=0.0, noise_w=0.0,
                                              sdp_ratio=0.0))
         assert utt.wait(REAL_TIMEOUT_S) and utt.outcome is Outcome.SUCCEEDED
     finally:
@@ -225,7 +226,7 @@ def test_a_fast_engine_grows_segments_a_slow_one_keeps_the_ramp():
                                                 chunk_frames=256),
                                 clock=clock, waiter=clock.wait)
         try:
-            utts = [sched.submit(text, VoiceParams()) for _ in range(2)]
+            utts = [submit_text(sched, text, VoiceParams()) for _ in range(2)]
             assert all(u.wait(REAL_TIMEOUT_S) and u.outcome is Outcome.SUCCEEDED
                        for u in utts)
         finally:

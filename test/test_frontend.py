@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from hayakoe_ros.speech import Boundary, reading, segment
-from hayakoe_ros.speech.frontend import normalize
-from hayakoe_ros.speech.pipeline import prepare
+from hayakoe_ros.text import Boundary, reading, segment
+from hayakoe_ros.text.frontend import normalize
+from hayakoe_ros.text.pipeline import prepare
 
 pytestmark = pytest.mark.unit
 
@@ -278,7 +278,7 @@ def test_words_open_jtalk_lacks_come_from_e2k_offline(no_network):
     """'battery', 'robot', 'navigation' are spelled letter by letter by Open JTalk alone."""
     import pyopenjtalk
 
-    from hayakoe_ros.speech import english
+    from hayakoe_ros.text import english
 
     english.clear_cache()
     for word, expected in (('battery', 'バッテリー'), ('robot', 'ロボット'),

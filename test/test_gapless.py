@@ -17,8 +17,9 @@ from hayakoe_ros.engines import VoiceParams
 from hayakoe_ros.speech import Outcome, SchedulerConfig, SpeechScheduler
 from hayakoe_ros.speech.gapless import (SAFETY, RateEstimate, RateEstimator,
                                         plan_start_delay)
-from hayakoe_ros.speech.text import Boundary, Segment
+from hayakoe_ros.text.segment import Boundary, Segment
 from speech_fakes import REAL_TIMEOUT_S, ThreadClock, ToneEngine
+from tools.submit import submit_text
 
 pytestmark = pytest.mark.unit
 
@@ -36,9 +37,9 @@ def _speak(text, rtf, gapless, chunk_frames=256, **config):
                                             **config),
                             clock=clock, waiter=clock.wait)
     try:
-        utts = [sched.submit(text, VOICE)]
+        utts = [submit_text(sched, text, VOICE)]
         assert utts[0].wait(T) and utts[0].outcome is Outcome.SUCCEEDED
-        utts.append(sched.submit(text, VOICE))  # with what the first one taught it
+        utts.append(submit_text(sched, text, VOICE))  # with what the first one taught it
         assert utts[1].wait(T) and utts[1].outcome is Outcome.SUCCEEDED
     finally:
         sched.shutdown()
@@ -104,7 +105,7 @@ def test_synthesis_goes_on_while_the_start_is_delayed():
 
     sched = SpeechScheduler(engine, sink, SchedulerConfig(pacing=False))
     try:
-        utt = sched.submit('一つ目です。' * 20, VOICE)
+        utt = submit_text(sched, '一つ目です。' * 20, VOICE)
         assert first.wait(T)
         deadline = time.monotonic() + T
         while len(engine.calls) < 20 and time.monotonic() < deadline:

@@ -10,6 +10,7 @@ from action_msgs.msg import GoalStatus
 
 from hayakoe_ros.speech import SchedulerConfig, SpeechScheduler
 from ros_utils import CHUNK, NodeProcess, send_goal, tiny_params, wait_future
+from tools.submit import submit_text
 
 pytestmark = pytest.mark.ros
 
@@ -25,7 +26,7 @@ def uncached_audio(engine, voice, text):
                             SchedulerConfig(pacing=False, chunk_frames=CHUNK,
                                             max_segment_chars=SEGMENT_CHARS))
     try:
-        utt = sched.submit(text, voice)
+        utt = submit_text(sched, text, voice)
         assert utt.wait(60)
         return np.concatenate(out)
     finally:

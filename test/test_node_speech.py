@@ -18,6 +18,7 @@ from std_srvs.srv import Trigger
 
 from hayakoe_ros.speech import SchedulerConfig, SpeechScheduler
 from ros_utils import CHUNK, NodeProcess, send_goal, tiny_params, wait_future
+from tools.submit import submit_text
 
 pytestmark = pytest.mark.ros
 
@@ -37,7 +38,7 @@ def expected_audio(engine, voice, text):
     sched = SpeechScheduler(engine, lambda u, c: out.append(c.samples),
                             SchedulerConfig(pacing=False, chunk_frames=CHUNK))
     try:
-        utt = sched.submit(text, voice)
+        utt = submit_text(sched, text, voice)
         assert utt.wait(60)
         return np.concatenate(out), utt
     finally:

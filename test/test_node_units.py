@@ -117,7 +117,7 @@ def test_log_line_and_status_report_the_gapless_start_delay_and_underruns():
     from hayakoe_ros.node.diagnostics import rate_values
     from hayakoe_ros.speech import Outcome, Utterance
     from hayakoe_ros.speech.gapless import RateEstimator
-    from hayakoe_ros.speech.text import Boundary, Segment
+    from hayakoe_ros.text.segment import Boundary, Segment
     from speech_fakes import ToneEngine
 
     utt = Utterance(7, 'こんにちは。', [Segment('こんにちは。', Boundary.END)], VoiceParams(),

@@ -82,7 +82,7 @@ _WORKER = textwrap.dedent("""
     from hayakoe_ros.engines import hayakoe_internals, openjtalk_guard
     from hayakoe_ros.engines.base import NothingToSpeakError, VoiceParams
     from hayakoe_ros.engines.openjtalk_engine import OpenJTalkEngine
-    from hayakoe_ros.speech import pipeline
+    from hayakoe_ros.text import pipeline
 
     hayakoe_internals.ensure_tokenizer(sys.argv[2])
     engine = OpenJTalkEngine()
@@ -196,7 +196,7 @@ def test_a_user_dictionary_line_with_a_nul_is_refused_not_compiled(tmp_path):
     code, out, err = _run_child(textwrap.dedent("""
         import sys
         sys.path.insert(0, sys.argv[1])
-        from hayakoe_ros.speech import userdict
+        from hayakoe_ros.text import userdict
         try:
             userdict.apply(userdict.UserDictionary.load(sys.argv[2]))
         except userdict.UserDictionaryError as exc:

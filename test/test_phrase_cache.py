@@ -12,9 +12,11 @@ import pytest
 
 from hayakoe_ros.engines import Engine, VoiceParams
 from hayakoe_ros.speech import SchedulerConfig, SpeechScheduler
-from hayakoe_ros.speech.phrase_cache import CachingEngine
-from hayakoe_ros.speech.preload import preload, read_phrases
-from hayakoe_ros.speech.resample import ResampledEngine
+from hayakoe_ros.engines.phrase_cache import CachingEngine
+from hayakoe_ros.engines.preload import preload, read_phrases
+from hayakoe_ros.engines.resample import ResampledEngine
+from hayakoe_ros.text.pipeline import prepare
+from tools.submit import submit_text
 
 pytestmark = pytest.mark.unit
 
@@ -182,7 +184,8 @@ def test_preload_makes_the_scheduler_speak_the_phrase_without_synthesis(openjtal
     text = '了解しました、すぐに向かいます。充電してください。'
     inner = Counting(openjtalk_engine)
     cache = CachingEngine(inner, 16)
-    result = preload(cache, [text, ''], voice, 2000, 8)  # '' is refused, not fatal
+    result = preload(cache, [text, ''], voice,  # '' is refused, not fatal
+                     lambda phrase: prepare(phrase, 2000, 8)[1])
     assert result.segments >= 2 and result.synthesised == result.segments
     assert len(result.errors) == 1 and (cache.hits, cache.misses) == (0, 0)
     preloaded = len(inner.calls)
@@ -193,7 +196,7 @@ def test_preload_makes_the_scheduler_speak_the_phrase_without_synthesis(openjtal
                                 lambda u, c: chunks.append(c.samples[:c.valid_frames].copy()),
                                 SchedulerConfig(pacing=False, max_segment_chars=8))
         try:
-            utt = sched.submit(text, voice)
+            utt = submit_text(sched, text, voice)
             assert utt.wait(60)
         finally:
             sched.shutdown()
@@ -243,13 +246,13 @@ def test_a_cancel_through_the_wrappers_terminates_the_run_and_caches_nothing(tin
 
 def test_a_user_dictionary_changes_the_key(openjtalk_engine, tmp_path):
     """Same segment text, other reading (本日 read キョウ): not served from the cache."""
-    from hayakoe_ros.speech import userdict
+    from hayakoe_ros.text import userdict
 
     path = tmp_path / 'user.tsv'
     path.write_text('本日\tキョウ\n', encoding='utf-8')
     voice = VoiceParams()
     inner = Counting(openjtalk_engine)
-    cache = CachingEngine(inner, 8)
+    cache = CachingEngine(inner, 8, dictionary=userdict.digest)  # as the node makes it
     plain = cache.synthesize('本日は晴れです。', voice)
     try:
         userdict.apply(userdict.UserDictionary.load(str(path)))

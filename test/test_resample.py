@@ -8,7 +8,8 @@ import soxr
 
 from hayakoe_ros.engines import VoiceParams
 from hayakoe_ros.speech import SchedulerConfig, SpeechScheduler
-from hayakoe_ros.speech.resample import ResampledEngine
+from hayakoe_ros.engines.resample import ResampledEngine
+from tools.submit import submit_text
 
 pytestmark = pytest.mark.unit
 
@@ -58,7 +59,7 @@ def test_pipeline_output_at_16k_has_the_same_pauses_in_seconds(openjtalk_engine)
                                 lambda u, c, out=chunks: out.append(c),
                                 SchedulerConfig(pacing=False, chunk_frames=512))
         try:
-            utt = sched.submit('一つ目の文です。二つ目の文です。', VoiceParams())
+            utt = submit_text(sched, '一つ目の文です。二つ目の文です。', VoiceParams())
             assert utt.wait(60)
         finally:
             sched.shutdown()

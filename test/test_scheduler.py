@@ -15,11 +15,13 @@ import numpy as np
 import pytest
 
 from hayakoe_ros.engines import VoiceParams
-from hayakoe_ros.speech import (CancelReason, InputError, Outcome, QueueFullError,
-                                QueuePolicy, SchedulerClosedError, SchedulerConfig,
-                                SchedulerFailedError, SpeechScheduler)
+from hayakoe_ros.speech import (CancelReason, Outcome, QueueFullError, QueuePolicy,
+                                SchedulerClosedError, SchedulerConfig, SchedulerFailedError,
+                                SpeechScheduler)
+from hayakoe_ros.text import InputError
 from hayakoe_ros.speech.audio import LIMIT_CEILING
 from speech_fakes import REAL_TIMEOUT_S, ToneEngine, VirtualClock
+from tools.submit import submit_text
 
 pytestmark = pytest.mark.unit
 
@@ -96,7 +98,7 @@ FIRST_LEN = ToneEngine.samples_for('こんにちは。')
 def test_first_chunk_is_published_before_the_rest_is_synthesised(rig):
     sched, rec, engine, _, _ = rig(chunk_frames=256)
     engine.hold('散歩')
-    utt = sched.submit(THREE, VOICE)
+    utt = submit_text(sched, THREE, VOICE)
     assert engine.entered.wait(T)
     # The second segment is still being synthesised; the first is already out.
     _wait_published(rec, utt, FIRST_LEN)
@@ -107,7 +109,7 @@ def test_first_chunk_is_published_before_the_rest_is_synthesised(rig):
 
 def test_pauses_are_the_predicted_ones_not_a_fixed_gap(rig):
     sched, rec, engine, _, _ = rig(pacing=False, chunk_frames=512)
-    utt = sched.submit(THREE, VOICE)
+    utt = submit_text(sched, THREE, VOICE)
     assert utt.wait(T) and utt.outcome is Outcome.SUCCEEDED
     expected = [max(ToneEngine.pause_for(s.text), 0.08) for s in utt.segments[:-1]]
     assert utt.pauses == pytest.approx(expected)
@@ -124,7 +126,7 @@ def test_pauses_are_the_predicted_ones_not_a_fixed_gap(rig):
 def test_chunks_have_exact_frames_and_are_paced_at_playback_rate(rig):
     sched, rec, _, clock, _ = rig(chunk_frames=777, max_lead_s=0.05)
     start = clock()
-    utt = sched.submit('こんにちは。元気ですか。', VOICE)
+    utt = submit_text(sched, 'こんにちは。元気ですか。', VOICE)
     assert utt.wait(T) and utt.outcome is Outcome.SUCCEEDED
     chunks = rec.chunks(utt)
     assert all(len(c.samples) == 777 and c.samples.dtype == np.int16 for c in chunks)
@@ -141,8 +143,8 @@ def test_chunks_have_exact_frames_and_are_paced_at_playback_rate(rig):
 def test_no_chunk_after_cancel_returns_and_the_queue_is_untouched(rig):
     sched, rec, engine, _, _ = rig(chunk_frames=256)
     engine.hold('散歩')
-    long_utt = sched.submit(THREE, VOICE)
-    queued = sched.submit('次の発話です。', VOICE)
+    long_utt = submit_text(sched, THREE, VOICE)
+    queued = submit_text(sched, '次の発話です。', VOICE)
     assert engine.entered.wait(T)
     _wait_published(rec, long_utt, FIRST_LEN)
     assert sched.cancel(long_utt, CancelReason.CLIENT)
@@ -165,7 +167,7 @@ def test_no_chunk_after_cancel_returns_and_the_queue_is_untouched(rig):
 def test_cancel_stop_and_interrupt_abort_the_engine_call_in_flight(rig, how):
     sched, rec, engine, _, _ = rig()
     engine.hold('散歩')
-    first = sched.submit(THREE, VOICE)
+    first = submit_text(sched, THREE, VOICE)
     assert engine.entered.wait(T)
     if how == 'cancel':
         sched.cancel(first, CancelReason.CLIENT)
@@ -173,7 +175,7 @@ def test_cancel_stop_and_interrupt_abort_the_engine_call_in_flight(rig, how):
         sched.stop()
     else:
         sched.configure(queue_policy='interrupt')
-    nxt = sched.submit('次です。', VOICE)
+    nxt = submit_text(sched, '次です。', VOICE)
     assert first.outcome is Outcome.CANCELED
     # The held call was cut short by the cancel (never released by the test).
     assert nxt.wait(T) and nxt.outcome is Outcome.SUCCEEDED
@@ -185,12 +187,12 @@ def test_interrupt_policy_cancels_the_current_utterance_only(rig):
     sched, rec, engine, _, _ = rig(queue_policy='interrupt')
     assert sched.config.queue_policy is QueuePolicy.INTERRUPT
     engine.hold('散歩')
-    first = sched.submit(THREE, VOICE)
+    first = submit_text(sched, THREE, VOICE)
     assert engine.entered.wait(T)
     sched.configure(queue_policy=QueuePolicy.ENQUEUE)
-    waiting = sched.submit('二つ目です。', VOICE)
+    waiting = submit_text(sched, '二つ目です。', VOICE)
     sched.configure(queue_policy='interrupt')
-    urgent = sched.submit('止まってください。', VOICE)
+    urgent = submit_text(sched, '止まってください。', VOICE)
     assert first.done and first.outcome is Outcome.CANCELED
     assert first.cancel_reason is CancelReason.INTERRUPTED
     engine.release()
@@ -203,11 +205,11 @@ def test_interrupt_policy_cancels_the_current_utterance_only(rig):
 def test_queue_bound_rejects_with_a_clear_error_and_drops_nothing(rig):
     sched, _, engine, _, _ = rig(max_queue=1)
     engine.hold('一つ目')
-    speaking = sched.submit('一つ目です。', VOICE)
+    speaking = submit_text(sched, '一つ目です。', VOICE)
     assert engine.entered.wait(T)
-    waiting = sched.submit('二つ目です。', VOICE)
+    waiting = submit_text(sched, '二つ目です。', VOICE)
     with pytest.raises(QueueFullError, match='max_queue=1'):
-        sched.submit('三つ目です。', VOICE)
+        submit_text(sched, '三つ目です。', VOICE)
     engine.release()
     assert speaking.wait(T) and waiting.wait(T)
     assert speaking.outcome is Outcome.SUCCEEDED and waiting.outcome is Outcome.SUCCEEDED
@@ -216,12 +218,12 @@ def test_queue_bound_rejects_with_a_clear_error_and_drops_nothing(rig):
 def test_max_queue_zero_speaks_only_when_idle_but_may_interrupt(rig):
     sched, _, engine, _, _ = rig(max_queue=0)
     engine.hold('一つ目')
-    first = sched.submit('一つ目です。', VOICE)
+    first = submit_text(sched, '一つ目です。', VOICE)
     assert engine.entered.wait(T)
     with pytest.raises(QueueFullError):
-        sched.submit('二つ目です。', VOICE)
+        submit_text(sched, '二つ目です。', VOICE)
     sched.configure(queue_policy='interrupt')
-    urgent = sched.submit('割り込みです。', VOICE)
+    urgent = submit_text(sched, '割り込みです。', VOICE)
     assert first.outcome is Outcome.CANCELED
     engine.release()
     assert urgent.wait(T) and urgent.outcome is Outcome.SUCCEEDED
@@ -230,7 +232,7 @@ def test_max_queue_zero_speaks_only_when_idle_but_may_interrupt(rig):
 def test_stop_silences_and_flushes_then_serves_again(rig):
     sched, rec, engine, _, speaking = rig()
     engine.hold('散歩')
-    utts = [sched.submit(t, VOICE) for t in (THREE, '二つ目です。', '三つ目です。')]
+    utts = [submit_text(sched, t, VOICE) for t in (THREE, '二つ目です。', '三つ目です。')]
     assert engine.entered.wait(T)
     _wait_published(rec, utts[0], 1)
     assert sched.stop() == 3
@@ -240,18 +242,18 @@ def test_stop_silences_and_flushes_then_serves_again(rig):
     assert sched.queue_depth == 0
     assert speaking == [True, False]
     engine.release()
-    again = sched.submit('また話せます。', VOICE)
+    again = submit_text(sched, 'また話せます。', VOICE)
     assert again.wait(T) and again.outcome is Outcome.SUCCEEDED
     assert len(rec.items) > n and all(uid == again.id for uid, _ in rec.items[n:])
 
 
 def test_level_is_the_engines_own_times_one_gain_and_limited(rig):
     sched, rec, _, _, _ = rig(pacing=False, chunk_frames=4096)
-    utt = sched.submit('あいうえお。', VOICE, volume=0.5)
+    utt = submit_text(sched, 'あいうえお。', VOICE, volume=0.5)
     assert utt.wait(T)
     raw = ToneEngine.tone(ToneEngine.samples_for('あいうえお。'))
     np.testing.assert_allclose(rec.audio(utt) / 32767, 0.5 * raw, atol=1 / 32767)
-    loud = sched.submit('あいうえお。', VOICE, volume=4.0)
+    loud = submit_text(sched, 'あいうえお。', VOICE, volume=4.0)
     assert loud.wait(T)
     assert np.max(np.abs(rec.audio(loud).astype(np.int32))) <= int(LIMIT_CEILING * 32767) + 1
 
@@ -262,9 +264,9 @@ def test_level_is_the_engines_own_times_one_gain_and_limited(rig):
                                         ('あ' * 3001, 'too_long')])
 def test_bad_input_is_rejected_and_the_queue_keeps_serving(rig, text, code):
     sched, rec, _, _, _ = rig(pacing=False, max_chars=3000)
-    good = sched.submit('こんにちは。', VOICE)
+    good = submit_text(sched, 'こんにちは。', VOICE)
     with pytest.raises(InputError) as info:
-        sched.submit(text, VOICE)
+        submit_text(sched, text, VOICE)
     assert info.value.code == code
     assert good.wait(T) and good.outcome is Outcome.SUCCEEDED
     assert len(rec.chunks(good)) > 0
@@ -272,7 +274,7 @@ def test_bad_input_is_rejected_and_the_queue_keeps_serving(rig, text, code):
 
 def test_control_characters_are_stripped(rig):
     sched, _, _, _, _ = rig(pacing=False)
-    utt = sched.submit('\x1bROSの\x00nodeを起動します。', VOICE)
+    utt = submit_text(sched, '\x1bROSの\x00nodeを起動します。', VOICE)
     assert utt.wait(T) and utt.outcome is Outcome.SUCCEEDED
     assert utt.text == 'ROSのnodeを起動します。'
     assert utt.audio_samples == ToneEngine.samples_for(utt.text)
@@ -293,13 +295,13 @@ def test_shutdown_refuses_what_is_submitted_while_it_cancels(rig):
 
     def resubmit(_utt):  # runs in shutdown's thread, between its cancel and its return
         try:
-            late.append(sched.submit('後から来ました。', VOICE))
+            late.append(submit_text(sched, '後から来ました。', VOICE))
         except SchedulerClosedError as exc:
             late.append(exc)
         engine.release()  # let the synthesis thread see the shutdown at once
 
     engine.hold('一つ目')
-    first = sched.submit('一つ目です。', VOICE, on_done=resubmit)
+    first = submit_text(sched, '一つ目です。', VOICE, on_done=resubmit)
     assert engine.entered.wait(T)
     sched.shutdown(timeout=T)
     assert first.outcome is Outcome.CANCELED
@@ -308,14 +310,14 @@ def test_shutdown_refuses_what_is_submitted_while_it_cancels(rig):
     assert isinstance(late[0], SchedulerClosedError), \
         f'accepted after shutdown began: outcome {late[0].outcome}'
     with pytest.raises(SchedulerClosedError):
-        sched.submit('もう一度。', VOICE)
+        submit_text(sched, 'もう一度。', VOICE)
 
 
 def test_a_dead_publisher_thread_aborts_everything_and_is_reported(rig):
     sched, _, engine, clock, _ = rig()
     engine.hold('散歩')
-    speaking = sched.submit(THREE, VOICE)
-    waiting = sched.submit('待っています。', VOICE)
+    speaking = submit_text(sched, THREE, VOICE)
+    waiting = submit_text(sched, '待っています。', VOICE)
     assert engine.entered.wait(T)
     assert sched.failure is None
     clock.fail_once('tts-publisher', RuntimeError('clock broke'))
@@ -326,14 +328,14 @@ def test_a_dead_publisher_thread_aborts_everything_and_is_reported(rig):
         assert 'publisher thread died: RuntimeError: clock broke' in utt.error
     assert 'publisher thread died' in sched.failure
     with pytest.raises(SchedulerFailedError, match='clock broke'):
-        sched.submit('まだ話せますか。', VOICE)
+        submit_text(sched, 'まだ話せますか。', VOICE)
 
 
 def test_a_dead_synthesis_thread_aborts_everything_and_is_reported(rig):
     sched, _, engine, clock, _ = rig()
     engine.hold('一つ目')
-    first = sched.submit('一つ目です。', VOICE)
-    second = sched.submit('二つ目です。', VOICE)
+    first = submit_text(sched, '一つ目です。', VOICE)
+    second = submit_text(sched, '二つ目です。', VOICE)
     assert engine.entered.wait(T)
     clock.fail_once('tts-synthesis', KeyError('bug'))
     engine.release()
@@ -341,20 +343,20 @@ def test_a_dead_synthesis_thread_aborts_everything_and_is_reported(rig):
     assert first.outcome is Outcome.ABORTED and second.outcome is Outcome.ABORTED
     assert 'synthesis thread died: KeyError' in second.error
     with pytest.raises(SchedulerFailedError, match='synthesis thread died'):
-        sched.submit('三つ目です。', VOICE)
+        submit_text(sched, '三つ目です。', VOICE)
 
 
 def test_a_failing_sink_aborts_its_utterance_logs_once_and_serves_on(rig, caplog):
     sched, rec, _, _, speaking = rig(chunk_frames=64)
     rec.fail_with = OSError('device gone')
     with caplog.at_level(logging.ERROR, logger='hayakoe_ros'):
-        utt = sched.submit(THREE, VOICE)
+        utt = submit_text(sched, THREE, VOICE)
         assert utt.wait(T)
     assert utt.outcome is Outcome.ABORTED
     assert utt.error == 'audio sink failed: OSError: device gone'
     assert len([r for r in caplog.records if 'audio sink failed' in r.getMessage()]) == 1
     rec.fail_with = None
-    again = sched.submit('また話せます。', VOICE)
+    again = submit_text(sched, 'また話せます。', VOICE)
     assert again.wait(T) and again.outcome is Outcome.SUCCEEDED
     assert sched.failure is None
     assert speaking[-1] is False
@@ -366,7 +368,7 @@ def test_a_failing_on_chunk_callback_aborts_its_utterance(rig):
     def on_chunk(utt, chunk):
         raise ValueError('bad feedback')
 
-    utt = sched.submit(THREE, VOICE, on_chunk=on_chunk)
+    utt = submit_text(sched, THREE, VOICE, on_chunk=on_chunk)
     assert utt.wait(T)
     assert utt.outcome is Outcome.ABORTED
     assert utt.error == 'audio sink failed: ValueError: bad feedback'
@@ -375,8 +377,8 @@ def test_a_failing_on_chunk_callback_aborts_its_utterance(rig):
 def test_an_engine_failure_aborts_that_utterance_only(rig):
     sched, _, engine, _, _ = rig()
     engine.fail('壊れ')
-    bad = sched.submit('これは壊れます。', VOICE)
-    good = sched.submit('これは大丈夫です。', VOICE)
+    bad = submit_text(sched, 'これは壊れます。', VOICE)
+    good = submit_text(sched, 'これは大丈夫です。', VOICE)
     assert bad.wait(T) and good.wait(T)
     assert bad.outcome is Outcome.ABORTED
     assert bad.error.startswith('synthesis failed: RuntimeError: tone engine failure')
@@ -386,12 +388,12 @@ def test_an_engine_failure_aborts_that_utterance_only(rig):
 def test_speaking_stays_true_across_queued_utterances(rig):
     sched, _, engine, _, speaking = rig()
     engine.hold('一つ目')
-    utts = [sched.submit(t, VOICE) for t in ('一つ目です。', '二つ目です。', '三つ目です。')]
+    utts = [submit_text(sched, t, VOICE) for t in ('一つ目です。', '二つ目です。', '三つ目です。')]
     assert engine.entered.wait(T)
     engine.release()
     assert all(u.wait(T) and u.outcome is Outcome.SUCCEEDED for u in utts)
     assert speaking == [True, False]  # no False/True blip between them
-    alone = sched.submit('もう一つ。', VOICE)
+    alone = submit_text(sched, 'もう一つ。', VOICE)
     assert alone.wait(T)
     assert speaking == [True, False, True, False]
 
@@ -399,8 +401,8 @@ def test_speaking_stays_true_across_queued_utterances(rig):
 def test_speaking_stays_true_when_the_current_one_is_canceled_and_another_waits(rig):
     sched, rec, engine, _, speaking = rig()
     engine.hold('散歩')
-    first = sched.submit(THREE, VOICE)
-    second = sched.submit('次です。', VOICE)
+    first = submit_text(sched, THREE, VOICE)
+    second = submit_text(sched, '次です。', VOICE)
     assert engine.entered.wait(T)
     _wait_published(rec, first, 1)
     sched.cancel(first, CancelReason.CLIENT)
@@ -413,7 +415,7 @@ def test_speaking_stays_true_when_the_current_one_is_canceled_and_another_waits(
 def test_debug_log_names_each_segment_and_pause(rig, caplog):
     sched, _, _, _, _ = rig(pacing=False)
     with caplog.at_level(logging.DEBUG, logger='hayakoe_ros.speech'):
-        utt = sched.submit(THREE, VOICE)
+        utt = submit_text(sched, THREE, VOICE)
         assert utt.wait(T)
     lines = [r.getMessage() for r in caplog.records if r.name.startswith('hayakoe_ros.speech')]
     segs = [m for m in lines if f'utterance {utt.id}: segment' in m]
@@ -451,15 +453,15 @@ def test_utterances_synthesised_ahead_still_count_against_max_queue():
     sched = SpeechScheduler(engine, sink, SchedulerConfig(max_queue=2), clock=clock,
                             waiter=clock.wait)
     try:
-        speaking = sched.submit('一つ目です。', VOICE)
+        speaking = submit_text(sched, '一つ目です。', VOICE)
         assert first_chunk.wait(T)
         waiting = []
         for text in ('二つ目です。', '三つ目です。'):
-            waiting.append(sched.submit(text, VOICE))
+            waiting.append(submit_text(sched, text, VOICE))
             _wait_for(lambda t=text: any(t in call for call in engine.calls))  # synthesised
         assert sched.queue_depth == 2
         with pytest.raises(QueueFullError, match='2 utterances waiting'):
-            sched.submit('四つ目です。', VOICE)
+            submit_text(sched, '四つ目です。', VOICE)
         gate.set()
         assert all(u.wait(T) and u.outcome is Outcome.SUCCEEDED
                    for u in [speaking] + waiting)
@@ -502,7 +504,7 @@ class UnabortableEngine(ToneEngine):
 def test_an_engine_call_that_outlives_shutdown_is_never_closed_under():
     engine = UnabortableEngine()
     sched = SpeechScheduler(engine, lambda utt, chunk: None)
-    utt = sched.submit('終わらない文です。', VOICE)
+    utt = submit_text(sched, '終わらない文です。', VOICE)
     assert engine.inside.wait(T)
     assert sched.shutdown(timeout=0.05) is False  # the call goes on
     assert utt.outcome is Outcome.CANCELED

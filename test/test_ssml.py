@@ -5,9 +5,10 @@
 import numpy as np
 import pytest
 
-from hayakoe_ros.speech import (Boundary, InputError, Outcome, SchedulerConfig,
-                                SpeechScheduler)
-from hayakoe_ros.speech.pipeline import prepare
+from hayakoe_ros.text import Boundary, InputError
+from hayakoe_ros.speech import Outcome, SchedulerConfig, SpeechScheduler
+from hayakoe_ros.text.pipeline import prepare
+from tools.submit import submit_text
 
 pytestmark = pytest.mark.unit
 
@@ -24,7 +25,7 @@ def _speak(engine, voice, text):
     sink = Sink()
     sched = SpeechScheduler(engine, sink, SchedulerConfig(pacing=False))
     try:
-        utt = sched.submit(text, voice)
+        utt = submit_text(sched, text, voice)
         assert utt.wait(120) and utt.outcome is Outcome.SUCCEEDED, utt.error
     finally:
         sched.shutdown()

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from hayakoe_ros.speech.pipeline import prepare
-from hayakoe_ros.speech.text import InputError, prepare_text, segment, strip_control
+from hayakoe_ros.text.pipeline import prepare
+from hayakoe_ros.text.segment import InputError, prepare_text, segment, strip_control
 from tools.texts import load_texts, shared_dialogue_lines, utterances
 
 pytestmark = pytest.mark.unit
@@ -135,8 +135,8 @@ def test_a_long_digit_string_is_cut_like_any_long_segment(text):
     """Read digit by digit, it was one no-cut reading: one engine call of 70 s of audio."""
     import pyopenjtalk
 
-    from hayakoe_ros.speech.frontend import normalize, strip_marks
-    from hayakoe_ros.speech.pipeline import prepare
+    from hayakoe_ros.text.frontend import normalize, strip_marks
+    from hayakoe_ros.text.pipeline import prepare
 
     _, segs = prepare(text, 2000, 60, 8)
     assert len(segs) > 5 and max(len(s.text) for s in segs) <= 60

@@ -6,9 +6,8 @@ import re
 
 import pytest
 
-from hayakoe_ros.speech import UserDictionary, UserDictionaryError, reading
-from hayakoe_ros.speech import userdict
-from hayakoe_ros.speech.pipeline import prepare
+from hayakoe_ros.text import UserDictionary, UserDictionaryError, reading, userdict
+from hayakoe_ros.text.pipeline import prepare
 
 pytestmark = pytest.mark.ros
 

@@ -17,7 +17,7 @@ whole process with SIGSEGV instead of raising. Measured on lemon-pyopenjtalk-pre
   Random kana, kanji, Latin letters, digits, ``ー``, combining marks and zero-width
   characters passed at 1,500 characters and more; runs of distinct kana do not crash.
 * **A NUL in a user-dictionary line** crashes MeCab's dictionary compiler
-  (``mecab_dict_index``); :mod:`hayakoe_ros.speech.userdict` refuses control characters.
+  (``mecab_dict_index``); :mod:`hayakoe_ros.text.userdict` refuses control characters.
 
 So every call is kept far below both limits: :func:`shorten_repeats` cuts a run of one
 character to :data:`MAX_REPEAT` (the front end does it once per utterance, with a WARN),

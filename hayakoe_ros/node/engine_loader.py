@@ -4,8 +4,8 @@
 
 Every failure is logged once, with its cause and what to do, on the node's logger.
 
-Wrappers, innermost first: the engine, :class:`~hayakoe_ros.speech.resample.ResampledEngine`
-(``output_rate``), :class:`~hayakoe_ros.speech.phrase_cache.CachingEngine`
+Wrappers, innermost first: the engine, :class:`~hayakoe_ros.engines.resample.ResampledEngine`
+(``output_rate``), :class:`~hayakoe_ros.engines.phrase_cache.CachingEngine`
 (``phrase_cache_mb``). The cache is outside the resampler so that a hit costs neither
 synthesis nor resampling; its entries are at the output rate, which is part of their key.
 """
@@ -17,9 +17,10 @@ import time
 from typing import Callable, Optional
 
 from ..engines import Engine, EngineLoadError, UnknownStyleError, VoiceParams, create_engine
-from ..speech.phrase_cache import CachingEngine
-from ..speech.preload import preload, read_phrases
-from ..speech.resample import ResampledEngine
+from ..engines.phrase_cache import CachingEngine
+from ..engines.preload import preload, read_phrases
+from ..engines.resample import ResampledEngine
+from ..text import pipeline, userdict
 from .parameters import FallbackEngine
 
 
@@ -160,7 +161,8 @@ class EngineLoader:
         try:
             phrases = read_phrases(params.get('preload_phrases', ''))
             cached = CachingEngine(engine, params['phrase_cache_mb'],
-                                   params.get('phrase_cache_dir') or None)
+                                   params.get('phrase_cache_dir') or None,
+                                   dictionary=userdict.digest)
         except (ValueError, OSError) as exc:
             self.engine_error = str(exc)
             self._log.error(f'{exc} (parameters phrase_cache_mb/phrase_cache_dir/'
@@ -169,8 +171,9 @@ class EngineLoader:
             return None
         self.engine = cached
         if phrases:
-            res = preload(cached, phrases, voice, params['max_chars'],
-                          params['max_segment_chars'], params.get('first_segment_morae', 0))
+            res = preload(cached, phrases, voice, lambda phrase: pipeline.prepare(
+                phrase, params['max_chars'], params['max_segment_chars'],
+                params.get('first_segment_morae', 0))[1])
             for error in res.errors:
                 self._log.warning(f'preload_phrases: not cached: {error}')
             self._log.info(

@@ -16,8 +16,8 @@ from typing import Iterable
 
 from ..engines import VoiceParams
 from ..speech import QueuePolicy, SchedulerConfig
-from ..speech.phrase_cache import MAX_CACHE_MB
-from ..speech.text import FIRST_SEGMENT_MORAE
+from ..engines.phrase_cache import MAX_CACHE_MB
+from ..text.segment import FIRST_SEGMENT_MORAE
 from . import param_spec
 from .param_spec import Apply, ParameterSpec
 

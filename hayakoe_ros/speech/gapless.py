@@ -33,7 +33,7 @@ import dataclasses
 import threading
 from typing import Optional, Sequence
 
-from .text import SPEAKABLE_RE, Boundary, Segment
+from ..text.segment import SPEAKABLE_RE, Boundary, Segment
 
 #: Weight of the newest segment in the exponentially weighted means (the last ~4 segments
 #: carry 2/3 of the weight: a change of machine load shows within one utterance).

@@ -21,7 +21,7 @@ from typing import Optional
 import numpy as np
 
 from .audio import trailing_silence_s
-from .text import SPEAKABLE_RE, Boundary, Segment
+from ..text.segment import SPEAKABLE_RE, Boundary, Segment
 
 #: Crossfade at a smooth join (s): 5 ms, under one pitch period of most voices' lowest
 #: notes, so the two sides blend without an audible dip, and long enough that the step

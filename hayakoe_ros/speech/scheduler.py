@@ -53,7 +53,7 @@ import logging
 import queue
 import threading
 import time
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
@@ -61,8 +61,7 @@ from ..engines.base import CancelToken, Engine, VoiceParams
 from .pacing import Waiter, event_wait
 from .gapless import RateEstimator
 from .synthesis import EndOfUtterance, Pacing, synthesize_utterance
-from .pipeline import prepare
-from .text import InputError
+from ..text.segment import InputError, Segment
 from .track import Track
 from .utterance import (AudioChunk, CancelReason, Outcome, QueueFullError, QueuePolicy,
                         SchedulerClosedError, SchedulerConfig, SchedulerFailedError,
@@ -163,15 +162,21 @@ class SpeechScheduler:
         active = sum(1 for u in self._in_flight if not u.done)
         return max(0, len(self._waiting) + active - 1)
 
-    def submit(self, text: str, voice: VoiceParams, *, volume: float = 1.0,
+    def submit(self, segments: Sequence[Segment], voice: VoiceParams, *, text: str = '',
+               volume: float = 1.0,
                on_done: Optional[Callable[[Utterance], None]] = None,
                on_chunk: Optional[Callable[[Utterance, AudioChunk], None]] = None
                ) -> Utterance:
-        """Check and queue one utterance.
+        """Queue one utterance, already cut into segments by the text front end.
 
         Args:
-            text: Raw text (control characters are stripped).
+            segments: The utterance's :class:`~hayakoe_ros.text.segment.Segment` objects,
+                in order, the last with boundary ``END`` (what
+                :func:`hayakoe_ros.text.pipeline.prepare` returns): scheduling sees
+                segments only, never the client's text.
             voice: Voice settings; the style must exist in the engine.
+            text: The cleaned text they came from (the result of a ``say`` goal; logs);
+                '' = the segments' texts joined.
             volume: Per-utterance linear gain, multiplied with the configured volume.
             on_done: Called once with the utterance when it has an outcome.
             on_chunk: Called as ``on_chunk(utterance, chunk)`` after the sink, per chunk.
@@ -180,16 +185,15 @@ class SpeechScheduler:
             The queued :class:`Utterance`.
 
         Raises:
-            InputError: empty, too long, or nothing speakable.
+            InputError: no segment (``nothing_speakable``).
             UnknownStyleError: style or speaker id not in the voice.
             QueueFullError: ``max_queue`` utterances already wait.
             SchedulerFailedError: an internal thread died (the message names why).
             SchedulerClosedError: after :meth:`shutdown`.
         """
         cfg = self.config
-        # Front end (SSML, numbers, URLs, user dictionary...) then segmenting: pipeline.py.
-        cleaned, segments = prepare(text, cfg.max_chars, cfg.max_segment_chars,
-                                    cfg.first_segment_morae)
+        segments = list(segments)
+        cleaned = text or ''.join(s.text for s in segments)
         if not segments:
             raise InputError('nothing_speakable', f'nothing speakable in {cleaned!r}')
         self._engine.check_voice(voice)

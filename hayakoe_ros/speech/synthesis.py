@@ -30,7 +30,7 @@ from ..engines.base import (CancelToken, Engine, NothingToSpeakError, SynthesisC
 from .audio import apply_gain_and_limit, to_int16, trailing_silence_s, trim_for_break
 from .gapless import RateEstimate, RateEstimator, plan_start_delay, speakable_chars
 from .joins import Joiner, smooth_join
-from .text import Boundary, Segment
+from ..text.segment import Boundary, Segment
 from .utterance import Utterance
 
 _LOG = logging.getLogger(__name__)

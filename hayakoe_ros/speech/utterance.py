@@ -73,7 +73,7 @@ class SchedulerConfig:
         volume: Linear gain of the voice (1.0 = the model's own level).
         first_segment_morae: 0, or the morae after which an utterance's first segment
             ends (at the next clause or accent-phrase boundary), later segments growing
-            toward ``max_segment_chars`` (:class:`~.text.SegmentRamp`).
+            toward ``max_segment_chars`` (:class:`~hayakoe_ros.text.segment.SegmentRamp`).
         gapless: Delay each utterance's start so that, at the measured real-time factor,
             no segment boundary underruns (:mod:`.gapless`; with ``pacing`` only).
     """
@@ -138,7 +138,7 @@ class Utterance:
     Attributes:
         id: Sequence number within the scheduler.
         text: The cleaned text (control characters removed).
-        segments: The :class:`~.text.Segment` list it was cut into.
+        segments: The :class:`~hayakoe_ros.text.segment.Segment` list it was cut into.
         voice: Voice settings; ``volume``: per-utterance linear gain.
         outcome: :class:`Outcome` once done, else None.
         error: Human-readable reason when not SUCCEEDED ('' otherwise); for a cancel it

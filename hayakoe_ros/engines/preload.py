@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: AGPL-3.0-or-later
 """Preloading the phrase cache with the phrases a robot says often (no ROS imports).
 
-:func:`preload` synthesises phrases through the same front end and segmenting as the
-scheduler (:func:`~.pipeline.prepare`), so each of their segments becomes an entry of a
-:class:`~.phrase_cache.CachingEngine` and a later utterance of that phrase starts with no
-synthesis.
+:func:`preload` synthesises phrases cut into segments by the same front end as the node's
+utterances (given to it as ``segments_of``: the engines know no front end), so each of
+their segments becomes an entry of a :class:`~.phrase_cache.CachingEngine` and a later
+utterance of that phrase starts with no synthesis.
 """
 
 from __future__ import annotations
@@ -13,11 +13,10 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from typing import Iterable
+from typing import Callable, Iterable
 
-from ..engines.base import VoiceParams
+from .base import VoiceParams
 from .phrase_cache import CachingEngine
-from .pipeline import prepare
 
 
 def read_phrases(spec: str) -> list:
@@ -69,25 +68,23 @@ class PreloadResult:
 
 
 def preload(engine: CachingEngine, phrases: Iterable[str], voice: VoiceParams,
-            max_chars: int, max_segment_chars: int,
-            first_segment_morae: int = 0) -> PreloadResult:
-    """Synthesise ``phrases`` into ``engine``'s cache as the scheduler would segment them.
+            segments_of: Callable[[str], list]) -> PreloadResult:
+    """Synthesise ``phrases`` into ``engine``'s cache as the node would segment them.
 
-    Each phrase goes through :func:`~.pipeline.prepare` (front end, SSML, segmenting with
-    ``max_segment_chars``); each segment is synthesised with ``voice`` (a segment's SSML
-    ``<prosody rate>`` scales ``length_scale`` as in the scheduler). A phrase that fails
-    (bad input, nothing to speak) is reported in :attr:`PreloadResult.errors`, not raised.
-    The engine's :attr:`~CachingEngine.hits` and :attr:`~CachingEngine.misses` are left as
-    they were: they count speech only.
+    Each segment is synthesised with ``voice`` (a segment's SSML ``<prosody rate>`` scales
+    ``length_scale`` as in the scheduler). A phrase that fails (bad input, nothing to
+    speak) is reported in :attr:`PreloadResult.errors`, not raised. The engine's
+    :attr:`~CachingEngine.hits` and :attr:`~CachingEngine.misses` are left as they were:
+    they count speech only.
 
     Args:
         engine: The caching engine the node speaks with.
         phrases: Texts (plain or SSML).
         voice: The configured voice settings (the node's parameters, goal rate 1).
-        max_chars: The node's ``max_chars``.
-        max_segment_chars: The node's ``max_segment_chars`` (a different value later
-            segments differently and misses the cache).
-        first_segment_morae: The node's ``first_segment_morae`` (the same holds).
+        segments_of: The node's front end: a phrase to its segments (objects with
+            ``text`` and ``rate``), with the node's ``max_chars``, ``max_segment_chars``
+            and ``first_segment_morae`` (other values segment differently and miss the
+            cache); raises for bad input.
     """
     result = PreloadResult()
     t0 = time.perf_counter()
@@ -95,8 +92,7 @@ def preload(engine: CachingEngine, phrases: Iterable[str], voice: VoiceParams,
     for phrase in phrases:
         result.phrases += 1
         try:
-            _, segments = prepare(phrase, max_chars, max_segment_chars, first_segment_morae)
-            for seg in segments:
+            for seg in segments_of(phrase):
                 seg_voice = voice if seg.rate == 1.0 else dataclasses.replace(
                     voice, length_scale=voice.length_scale / seg.rate)
                 misses = engine.misses

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import soxr
 
-from ..engines.base import Engine, VoiceParams, WrappedEngine
+from .base import Engine, VoiceParams, WrappedEngine
 
 #: Output rates accepted (Hz): telephone-band 8 kHz up to 192 kHz studio rates.
 MIN_OUTPUT_RATE = 8000

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import os
 import re
 import sys
@@ -203,6 +204,22 @@ def apply(dictionary: Optional[UserDictionary]) -> None:
                 raise UserDictionaryError(f'user dictionary {path}: {exc}') from exc
         _active = dictionary
         english.clear_cache()
+
+
+_DIGEST: list = [None, '']  # the active dictionary and its digest
+
+
+def digest() -> str:
+    """SHA-256 (hex) of the dictionary in force, '' if none; computed once per dictionary.
+
+    What a cache of audio keys on: the dictionary changes Open JTalk's readings.
+    """
+    current = _active
+    if current is None:
+        return ''
+    if _DIGEST[0] is not current:
+        _DIGEST[:] = [current, hashlib.sha256(current.mecab_csv().encode('utf-8')).hexdigest()]
+    return _DIGEST[1]
 
 
 def active() -> Optional[UserDictionary]:

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: AGPL-3.0-or-later
 """From a client's text to synthesis segments, and the reading they give (no ROS imports).
 
-:func:`prepare` is what :meth:`~.scheduler.SpeechScheduler.submit` runs per utterance:
+:func:`prepare` is what the node runs on every utterance before it reaches the scheduler
+(:meth:`hayakoe_ros.speech.SpeechScheduler.submit` takes its segments):
 SSML (when the text starts with ``<speak>``) or plain-text checks, then the front end
 (:func:`.frontend.normalize`, with the user dictionary's Latin words), then segmenting.
 :func:`reading` runs the same steps and Open JTalk's g2p: the katakana the node speaks.
@@ -16,7 +17,7 @@ from typing import Union
 
 from ..engines import openjtalk_guard
 from . import frontend, ssml, userdict
-from .text import (SPEAKABLE_RE, Boundary, InputError, SegmentRamp, prepare_text, segment,
+from .segment import (SPEAKABLE_RE, Boundary, InputError, SegmentRamp, prepare_text, segment,
                    strip_control)
 
 _SENTENCE_END = tuple('。．.！!？?')
@@ -38,14 +39,14 @@ def prepare(text: str, max_chars: int, max_segment_chars: int,
             for SSML the whole markup).
         max_segment_chars: Longest segment (characters of front-end output).
         first_segment_morae: 0, or the morae after which the first segment ends, later
-            segments growing toward ``max_segment_chars`` (:class:`~.text.SegmentRamp`).
+            segments growing toward ``max_segment_chars`` (:class:`~.segment.SegmentRamp`).
 
     A run of one character longer than :data:`~hayakoe_ros.engines.openjtalk_guard.MAX_REPEAT`
     in the front end's output is cut to that length (one WARN per utterance names it).
 
     Returns:
         ``(cleaned, segments)``: the cleaned text (SSML: its spoken text) and at least one
-        :class:`~.text.Segment`; the last has boundary ``END``. Segments before an SSML
+        :class:`~.segment.Segment`; the last has boundary ``END``. Segments before an SSML
         break have boundary ``BREAK`` and ``pause_s``; SSML prosody sets ``rate``.
 
     Raises:

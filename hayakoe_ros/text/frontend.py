@@ -12,7 +12,7 @@ phone numbers, temperatures, ranges, currency, percent and units, signed and pla
 and English words last.
 
 Readings that must never be cut (a number, a date, a URL's reading) are wrapped in
-:data:`KEEP_OPEN` / :data:`KEEP_CLOSE` (private-use characters); :mod:`.text`'s segmenter
+:data:`KEEP_OPEN` / :data:`KEEP_CLOSE` (private-use characters); :mod:`.segment`'s segmenter
 never cuts inside them and removes the marks. :func:`strip_marks` removes them too.
 """
 
@@ -251,7 +251,7 @@ def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> 
     """Rewrite ``text`` into what the voice should read (see the module docstring).
 
     Args:
-        text: Cleaned text (see :func:`~.text.prepare_text`).
+        text: Cleaned text (see :func:`~.segment.prepare_text`).
         latin_words: Optional function that replaces user-dictionary words written in
             Latin letters with their readings (applied before abbreviations and English).
 

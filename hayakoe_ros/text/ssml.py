@@ -7,7 +7,7 @@ Supported: ``<speak>`` (root), ``<break time="500ms"/>`` / ``time="1.5s"`` /
 digits|telephone|date|time|cardinal|number">``, ``<prosody rate="slow|fast|80%|1.2">``,
 ``<p>`` and ``<s>`` (each ends a sentence). Parsed with ``defusedxml`` (the standard
 library's parser, with entity expansion and external references refused). Anything else is
-an :class:`~.text.InputError` ``bad_ssml`` that names the problem; tags are never spoken.
+an :class:`~.segment.InputError` ``bad_ssml`` that names the problem; tags are never spoken.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from defusedxml import DefusedXmlException
 from . import english
 from .frontend import compat_normalize, keep, phone_reading, time_reading
 from .numbers import PHONE_KANA, cardinal, digits
-from .text import InputError
+from .segment import InputError
 
 #: Longest accepted ``<break>`` (s): a longer pause is almost surely a typo (``1000s``).
 MAX_BREAK_S = 10.0

@@ -25,12 +25,11 @@ import logging
 import os
 import tempfile
 import threading
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
-from ..engines.base import Engine, VoiceParams, WrappedEngine
-from . import userdict
+from .base import Engine, VoiceParams, WrappedEngine
 
 _LOG = logging.getLogger(__name__)
 
@@ -70,19 +69,6 @@ def cache_key(engine: str, voice_name: str, model_id: str, sample_rate: int,
     return hashlib.sha256(blob.encode('utf-8')).hexdigest()
 
 
-_DIGEST: list = [None, '']  # the active user dictionary and its digest
-
-
-def _dictionary_digest() -> str:
-    """Digest of the user dictionary in force ('' if none); computed once per dictionary."""
-    active = userdict.active()
-    if active is None:
-        return ''
-    if _DIGEST[0] is not active:
-        _DIGEST[:] = [active, hashlib.sha256(active.mecab_csv().encode('utf-8')).hexdigest()]
-    return _DIGEST[1]
-
-
 class CachingEngine(WrappedEngine):
     """``engine`` with a phrase cache in front of :meth:`synthesize`.
 
@@ -94,6 +80,9 @@ class CachingEngine(WrappedEngine):
         directory: Where entries persist across restarts (created if missing); None =
             memory only.
         model_id: Model identity for the key; '' = ``engine.model_id``.
+        dictionary: Returns a digest of the user dictionary in force ('' for none): it
+            changes Open JTalk's readings, so it is part of every key. The engines know no
+            front end; the node passes :func:`hayakoe_ros.text.userdict.digest`.
 
     Attributes:
         hits: Segments served from the cache (memory or disk).
@@ -104,13 +93,14 @@ class CachingEngine(WrappedEngine):
     """
 
     def __init__(self, engine: Engine, max_mb: float, directory: Optional[str] = None,
-                 model_id: str = '') -> None:
+                 model_id: str = '', dictionary: Callable[[], str] = lambda: '') -> None:
         if not 0 < float(max_mb) <= MAX_CACHE_MB:
             raise ValueError(f'phrase cache size {max_mb} MiB is out of range: use 0 (off) '
                              f'or up to {MAX_CACHE_MB:g} MiB')
         super().__init__(engine)
         self._max_bytes = int(float(max_mb) * _MIB)
         self._model_id = model_id or engine.model_id
+        self._dictionary = dictionary
         self._entries: collections.OrderedDict = collections.OrderedDict()
         self._bytes = 0
         self._pauses: collections.OrderedDict = collections.OrderedDict()
@@ -175,7 +165,7 @@ class CachingEngine(WrappedEngine):
     def key(self, text: str, voice: VoiceParams) -> str:
         """The entry name of ``text`` spoken with ``voice`` now (see :func:`cache_key`)."""
         return cache_key(self.name, self.voice, self._model_id, self.sample_rate, voice,
-                         text, _dictionary_digest())
+                         text, self._dictionary())
 
     def is_cached(self, text: str, voice: VoiceParams) -> bool:
         """True when ``text`` spoken with ``voice`` is held in memory or on disk."""
@@ -213,7 +203,7 @@ class CachingEngine(WrappedEngine):
 
     def predict_pause(self, left: str, right: str, voice: VoiceParams) -> float:
         """The wrapped engine's pause (s), remembered (:data:`MAX_PAUSES` entries)."""
-        key = (left, right, voice, _dictionary_digest())
+        key = (left, right, voice, self._dictionary())
         with self._lock:
             pause = self._pauses.get(key)
             if pause is not None:

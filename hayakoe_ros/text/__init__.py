@@ -1,0 +1,17 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""The Japanese text front end: a client's text to synthesis segments (no ROS imports).
+
+One way through it, :func:`~.pipeline.prepare`: input checks (:mod:`.segment`), SSML
+(:mod:`.ssml`), readings of numbers, times, units, URLs and English (:mod:`.frontend`,
+:mod:`.numbers`, :mod:`.english`), the user dictionary (:mod:`.userdict`), then
+segmenting (:mod:`.segment`: where every segment ends, the first one included). It imports
+nothing of the speech scheduling, which takes its :class:`~.segment.Segment` objects.
+"""
+
+from .pipeline import prepare, reading
+from .segment import Boundary, InputError, Segment, prepare_text, segment
+from .userdict import UserDictionary, UserDictionaryError
+
+__all__ = ['Boundary', 'InputError', 'Segment', 'UserDictionary', 'UserDictionaryError',
+           'prepare', 'prepare_text', 'reading', 'segment']
