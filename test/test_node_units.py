@@ -123,7 +123,8 @@ def test_log_line_and_status_report_the_gapless_start_delay_and_underruns():
     utt = Utterance(7, 'こんにちは。', [Segment('こんにちは。', Boundary.END)], VoiceParams(),
                     1.0, submitted_at=10.0)
     utt.first_audio_at, utt.sample_rate, utt.audio_samples = 10.9, 8000, 16000
-    utt.synth_seconds, utt.start_delay_s, utt.underruns = 3.0, 0.625, 2
+    att = utt.attempt  # what its (one) attempt measured
+    att.synth_seconds, att.start_delay_s, att.underruns = 3.0, 0.625, 2
     utt.outcome = Outcome.SUCCEEDED
     stats = SpeechStats()
     line = stats.record(utt, 'topic')

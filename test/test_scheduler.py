@@ -7,6 +7,7 @@ wait runs on :class:`VirtualClock`, so pacing costs no wall-clock time.
 """
 
 import ast
+import contextlib
 import logging
 from pathlib import Path
 import threading
@@ -19,6 +20,7 @@ from hayakoe_ros.speech import (CancelReason, Outcome, QueueFullError, QueuePoli
                                 SchedulerClosedError, SchedulerConfig, SchedulerFailedError,
                                 SpeechScheduler)
 from hayakoe_ros.text import InputError
+from hayakoe_ros.text.pipeline import prepare
 from hayakoe_ros.speech.audio import LIMIT_CEILING
 from speech_fakes import REAL_TIMEOUT_S, ToneEngine, VirtualClock
 from tools.submit import submit_text
@@ -517,3 +519,59 @@ def test_an_engine_call_that_outlives_shutdown_is_never_closed_under():
     sched.when_stopped(lambda: done.append(True))  # after the end: at once
     assert done == [True]
     assert sched.shutdown(timeout=1.0) is True
+
+
+class HeldPauseEngine(ToneEngine):
+    """A pause prediction after ``left`` waits until released (a call in flight).
+
+    Its calls check no cancel token: the interrupt then lands where it can with any
+    engine, between the engine's return and the synthesis thread's write of the result.
+    """
+
+    def __init__(self, clock, left):
+        super().__init__(clock)
+        self.left, self.waiting, self.go_on = left, threading.Event(), threading.Event()
+
+    @contextlib.contextmanager
+    def cancellable(self, token):
+        yield
+
+    def predict_pause(self, left, right, voice):
+        if left == self.left and not self.go_on.is_set():
+            self.waiting.set()
+            assert self.go_on.wait(T)
+        return super().predict_pause(left, right, voice)
+
+
+def test_an_interrupt_restarts_an_utterance_whose_dropped_attempt_writes_nothing_into_it():
+    """The synthesis thread finishes the dropped attempt's pause after the restart."""
+    clock = VirtualClock()
+    engine = HeldPauseEngine(clock, '次の一つ目の文です。')
+    gate = threading.Event()
+
+    def held_playback(halt, timeout):  # pacing holds playback until gate (or a cancel)
+        while not gate.is_set() and not halt.is_set():
+            gate.wait(0.005)
+        return clock.wait(halt, timeout)
+
+    sched = SpeechScheduler(engine, lambda utt, chunk: None, clock=clock,
+                            waiter=held_playback)
+    try:
+        first = submit_text(sched, 'いま話している文です。', VOICE)
+        later = sched.submit(prepare('次の一つ目の文です。次の二つ目の文です。', 2000, 60)[1],
+                             VOICE)
+        assert engine.waiting.wait(T)  # `later` is synthesised ahead, inside its pause
+        dropped = later.attempt
+        sched.configure(queue_policy='interrupt')
+        urgent = submit_text(sched, '割り込みです。', VOICE)
+        assert later.attempt is not dropped and later.attempt.number == 1
+        engine.go_on.set()  # the dropped attempt's pause prediction returns now
+        gate.set()
+        assert urgent.wait(T) and later.wait(T)
+        assert first.outcome is Outcome.CANCELED and later.outcome is Outcome.SUCCEEDED
+        assert len(later.pauses) == len(later.segments) - 1 == 1  # its own pause only
+        assert dropped.pauses == [pytest.approx(ToneEngine.pause_for('次の一つ目の文です。'))]
+    finally:
+        gate.set()
+        engine.go_on.set()
+        sched.shutdown()

@@ -57,13 +57,13 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from ..engines.base import CancelToken, Engine, VoiceParams
+from ..engines.base import Engine, VoiceParams
 from .pacing import Waiter, event_wait
 from .gapless import RateEstimator
 from .synthesis import EndOfUtterance, Pacing, synthesize_utterance
 from ..text.segment import InputError, Segment
 from .track import Track
-from .utterance import (AudioChunk, CancelReason, Outcome, QueueFullError, QueuePolicy,
+from .utterance import (Attempt, AudioChunk, CancelReason, Outcome, QueueFullError, QueuePolicy,
                         SchedulerClosedError, SchedulerConfig, SchedulerFailedError,
                         Utterance)
 
@@ -243,8 +243,7 @@ class SpeechScheduler:
         with self._pub_lock:
             if utt.done:
                 return False
-            utt._halt.set()
-        utt._token.cancel()  # aborts its engine call in flight, if any
+            utt.halt()  # nothing more goes out; its engine call in flight is aborted
         with self._cv:
             if utt in self._waiting:
                 self._waiting.remove(utt)
@@ -324,12 +323,9 @@ class SpeechScheduler:
         current, later = active[0], active[1:]
         current._halt.set()  # the synthesis thread drops it at once
         for utt in reversed(later):
-            utt._attempt += 1  # drop what was synthesised for it; synthesise it again
-            utt._token.cancel()
-            utt._token = CancelToken()
-            utt.pauses = []
-            utt.synth_seconds = utt.start_delay_s = utt.start_at = 0.0
-            utt.underruns = 0
+            # Drop what was synthesised for it and synthesise it again, as a new attempt:
+            # the synthesis thread may still be writing the old one.
+            utt.restart()
             self._in_flight.remove(utt)
             self._waiting.appendleft(utt)
         return current
@@ -341,8 +337,7 @@ class SpeechScheduler:
             if utt.done:
                 return False
             if outcome is not Outcome.SUCCEEDED:
-                utt._halt.set()
-                utt._token.cancel()
+                utt.halt()
             utt.outcome = outcome
             utt.error = error
             utt.cancel_reason = reason
@@ -400,10 +395,10 @@ class SpeechScheduler:
         for utt in victims:
             self._finish(utt, Outcome.ABORTED, f'speech pipeline failed: {reason}')
 
-    def _put(self, item, utt: Utterance, attempt: int) -> bool:
+    def _put(self, item, utt: Utterance, attempt: Attempt) -> bool:
         """Hand ``item`` to the publisher; False if the utterance was dropped meanwhile."""
         while True:
-            if utt.canceled or utt._attempt != attempt or self._closing:
+            if utt.canceled or utt.attempt is not attempt or self._closing:
                 return False
             try:
                 self._play_q.put(item, timeout=_PUT_POLL_S)
@@ -420,10 +415,10 @@ class SpeechScheduler:
                 if self._closing:
                     return
                 utt = self._waiting.popleft()
-                attempt, token = utt._attempt, utt._token
+                attempt = utt.attempt  # this thread's to write until it is done with it
                 self._in_flight.append(utt)
             cfg = self.config
-            synthesize_utterance(self._engine, utt, attempt, token, cfg.volume * utt.volume,
+            synthesize_utterance(self._engine, utt, attempt, cfg.volume * utt.volume,
                                  self._put, self._clock,
                                  Pacing(self.rates, cfg.gapless and cfg.pacing, cfg.pacing,
                                         cfg.max_segment_chars))
@@ -441,9 +436,9 @@ class SpeechScheduler:
             if item is None:
                 continue
             utt = item.utt
-            if utt.done or item.attempt != utt._attempt:
+            if utt.done or item.attempt is not utt.attempt:
                 continue
-            if track is None or track.utt is not utt or track.attempt != item.attempt:
+            if track is None or track.utt is not utt or track.attempt is not item.attempt:
                 track = Track(utt, item.attempt, self.config, self._clock, self._waiter)
             if isinstance(item, EndOfUtterance):
                 self._finish(utt, Outcome.ABORTED, item.error)
@@ -456,7 +451,7 @@ class SpeechScheduler:
         play = track.pacer.release(track.position, utt._halt)
         if play is None:
             return False
-        utt.underruns = track.pacer.underruns
+        track.attempt.underruns = track.pacer.underruns
         error = ''
         with self._pub_lock:
             if utt.canceled or utt.done:

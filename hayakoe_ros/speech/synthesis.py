@@ -25,13 +25,12 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ..engines.base import (CancelToken, Engine, NothingToSpeakError, SynthesisCanceledError,
-                            VoiceParams)
+from ..engines.base import Engine, NothingToSpeakError, SynthesisCanceledError, VoiceParams
 from .audio import apply_gain_and_limit, to_int16, trailing_silence_s, trim_for_break
 from .gapless import RateEstimate, RateEstimator, plan_start_delay, speakable_chars
 from .joins import Joiner, smooth_join
 from ..text.segment import Boundary, Segment
-from .utterance import Utterance
+from .utterance import Attempt, Utterance
 
 _LOG = logging.getLogger(__name__)
 
@@ -49,7 +48,7 @@ class SegmentPCM:
     """
 
     utt: Utterance
-    attempt: int
+    attempt: Attempt
     pcm: np.ndarray
     last: bool
     not_before: float = 0.0
@@ -60,12 +59,12 @@ class EndOfUtterance:
     """The utterance ends without success; ``error`` says why."""
 
     utt: Utterance
-    attempt: int
+    attempt: Attempt
     error: str = ''
 
 
 #: ``put(item, utt, attempt) -> bool``: hand an item on; False if the utterance was dropped.
-Put = Callable[[object, Utterance, int], bool]
+Put = Callable[[object, Utterance, Attempt], bool]
 
 
 def pause_target(engine: Engine, seg: Segment, following: Segment,
@@ -89,7 +88,7 @@ def segment_voice(voice: VoiceParams, seg: Segment) -> VoiceParams:
     return dataclasses.replace(voice, length_scale=voice.length_scale / seg.rate)
 
 
-def _engine_failed(put: Put, utt: Utterance, attempt: int, what: str,
+def _engine_failed(put: Put, utt: Utterance, attempt: Attempt, what: str,
                    exc: Exception) -> None:
     _LOG.error('utterance %d: %s failed', utt.id, what, exc_info=True)
     put(EndOfUtterance(utt, attempt, f'synthesis failed: {type(exc).__name__}: {exc}'),
@@ -116,7 +115,7 @@ class Pacing:
 
 
 def grow_segment(engine: Engine, utt: Utterance, k: int, pacing: Pacing, ahead_s: float,
-                 key: str) -> int:
+                 key: str, attempt: Optional[Attempt] = None) -> int:
     """Join segment ``k`` with the word-cut segments after it while there is time; how many.
 
     The short first segment's ramp (:class:`.text.SegmentRamp`) cuts later segments for an
@@ -133,7 +132,8 @@ def grow_segment(engine: Engine, utt: Utterance, k: int, pacing: Pacing, ahead_s
       measured real-time factor x :data:`.gapless.SAFETY`, is at most ``ahead_s`` (the
       seconds of audio handed over and not yet played); without an estimate, never.
 
-    ``utt.segments`` is changed in place (the joined pieces become one :class:`Segment`).
+    The attempt's ``segments`` are changed in place (the joined pieces become one
+    :class:`Segment`); the utterance's own list, which a later attempt starts from, is not.
 
     Args:
         engine: The engine (its phrase cache, if any, is asked).
@@ -142,11 +142,12 @@ def grow_segment(engine: Engine, utt: Utterance, k: int, pacing: Pacing, ahead_s
         pacing: Rates, pacing and ``max_chars``.
         ahead_s: Seconds of audio handed over that have not played yet.
         key: The rate estimator's key of the engine and voice.
+        attempt: The attempt being synthesised (default: the utterance's current one).
 
     Returns:
         Number of segments joined into segment ``k`` (0: unchanged).
     """
-    segments = utt.segments
+    segments = (attempt or utt.attempt).segments
     if pacing.max_chars <= 0 or k < 1:
         return 0
     estimate = pacing.rates.estimate(key) if pacing.paced else None
@@ -169,17 +170,18 @@ def grow_segment(engine: Engine, utt: Utterance, k: int, pacing: Pacing, ahead_s
     return joined
 
 
-def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, token: CancelToken,
-                         gain: float, put: Put, clock: Callable[[], float],
+def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain: float,
+                         put: Put, clock: Callable[[], float],
                          pacing: Optional[Pacing] = None) -> None:
-    """Synthesise ``utt`` (attempt ``attempt``) and hand its PCM to ``put``.
+    """Synthesise one attempt at ``utt`` and hand its PCM to ``put``.
 
     Args:
         engine: The engine (called from this thread only).
-        utt: The utterance; its ``sample_rate``, ``pauses``, ``synth_seconds``,
-            ``start_at`` and ``start_delay_s`` are filled in.
-        attempt: Attempt number; a hand-over for an older attempt is refused by ``put``.
-        token: The attempt's cancel token: canceling it aborts the engine call in flight
+        utt: The utterance; its ``sample_rate`` is set.
+        attempt: The attempt this call owns: its ``segments``, ``pauses``,
+            ``synth_seconds``, ``start_at`` and ``start_delay_s`` are written, and nothing
+            else; a hand-over for an attempt that is no longer current is refused by
+            ``put``. Halting it (its token) aborts the engine call in flight
             (:meth:`Engine.cancellable`) and ends this function.
         gain: Linear gain for the whole utterance (node volume x utterance volume).
         put: Hands a :class:`SegmentPCM` or :class:`EndOfUtterance` to the publisher;
@@ -188,12 +190,13 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, token: Ca
         pacing: Rate estimates, the ``gapless`` and ``pacing`` settings and
             ``max_segment_chars`` (None: a fresh estimator, gapless off, no joining).
             Before each segment after the first, :func:`grow_segment` may join it with the
-            word-cut pieces after it (``utt.segments`` then shrinks).
+            word-cut pieces after it (the attempt's ``segments`` then shrink).
     """
     pacing = pacing or Pacing()
     sr = engine.sample_rate
     utt.sample_rate = sr
-    segments: list = utt.segments  # grow_segment may shorten it: count with len()
+    token = attempt.token
+    segments: list = attempt.segments  # grow_segment may shorten it: count with len()
     produced = 0
     joiner = Joiner(sr)
     smooth_before = False
@@ -204,11 +207,11 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, token: Ca
     k = -1
     while k + 1 < len(segments):
         k += 1
-        if utt.canceled or utt._attempt != attempt:
+        if utt.canceled or utt.attempt is not attempt:
             return
-        if k:  # the first segment is ready: utt.start_at is set
-            ahead_s = handed / sr - max(0.0, clock() - utt.start_at)
-            joined = grow_segment(engine, utt, k, pacing, ahead_s, key)
+        if k:  # the first segment is ready: attempt.start_at is set
+            ahead_s = handed / sr - max(0.0, clock() - attempt.start_at)
+            joined = grow_segment(engine, utt, k, pacing, ahead_s, key, attempt)
             if joined:
                 _LOG.debug('utterance %d: segment %d joined with the %d after it (%d '
                            'chars, %.3f s of audio ahead)', utt.id, k + 1, joined,
@@ -240,7 +243,7 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, token: Ca
         smooth_before = smooth_after
         pcm = to_int16(apply_gain_and_limit(audio, gain, sr))
         spent = clock() - t0
-        utt.synth_seconds += spent
+        attempt.synth_seconds += spent
         _LOG.debug('utterance %d: segment %d/%d synthesised: %d chars, %.3f s audio, '
                    '%.3f s synthesis', utt.id, k + 1, len(segments), len(seg.text),
                    audio.size / sr, spent)
@@ -257,11 +260,11 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, token: Ca
         ready = clock()
         handed += pcm.size
         if k == 0:
-            first_ready = utt.start_at = ready
+            first_ready = attempt.start_at = ready
         if pacing.gapless and not last and utt.first_audio_at is None \
-                and (k == 0 or utt.start_at > ready):
-            _plan_start(pacing.rates.estimate(key), engine, utt, k, handed / sr, ready,
-                        first_ready)
+                and (k == 0 or attempt.start_at > ready):
+            _plan_start(pacing.rates.estimate(key), engine, utt, attempt, k, handed / sr,
+                        ready, first_ready)
         # Hand the segment over first: it plays while the pause is being predicted.
         if not put(SegmentPCM(utt, attempt, pcm, last, ready), utt, attempt):
             return
@@ -275,10 +278,10 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, token: Ca
             except Exception as exc:
                 _engine_failed(put, utt, attempt, 'pause prediction', exc)
                 return
-            utt.pauses.append(target)
+            attempt.pauses.append(target)
             gap = max(0.0, target - trailing_silence_s(audio, sr))
             pause_s = clock() - t1
-            utt.synth_seconds += pause_s
+            attempt.synth_seconds += pause_s
             _LOG.debug('utterance %d: pause after segment %d/%d: %.3f s (%.3f s of silence '
                        'added)', utt.id, k + 1, len(segments), target, gap)
             silence = np.zeros(int(round(gap * sr)), np.int16)
@@ -286,24 +289,26 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: int, token: Ca
             if not put(SegmentPCM(utt, attempt, silence, False, clock()), utt, attempt):
                 return
         elif not last:
-            utt.pauses.append(0.0)  # a smooth join, or nothing spoken before it
+            attempt.pauses.append(0.0)  # a smooth join, or nothing spoken before it
 
 
-def _plan_start(estimate: Optional[RateEstimate], engine: Engine, utt: Utterance, ready: int,
-                ahead_s: float, now: float, first_ready: float) -> None:
-    """Set ``utt.start_at`` and ``utt.start_delay_s`` (gapless) after segment ``ready``.
+def _plan_start(estimate: Optional[RateEstimate], engine: Engine, utt: Utterance,
+                attempt: Attempt, ready: int, ahead_s: float, now: float,
+                first_ready: float) -> None:
+    """Set the attempt's ``start_at`` and ``start_delay_s`` (gapless) after segment ``ready``.
 
     Planned when the first segment is ready and again after each later one while playback
     has not started: the estimate then counts what was measured meanwhile, so the start
     moves earlier or later. With no estimate at all (the first segment came from the
     phrase cache on a fresh node) playback starts at once.
     """
-    cached = [engine.is_cached(s.text, segment_voice(utt.voice, s)) for s in utt.segments]
-    delay = plan_start_delay(utt.segments, ready, ahead_s, estimate, utt.voice.length_scale,
+    segments = attempt.segments
+    cached = [engine.is_cached(s.text, segment_voice(utt.voice, s)) for s in segments]
+    delay = plan_start_delay(segments, ready, ahead_s, estimate, utt.voice.length_scale,
                              cached)
-    utt.start_at = now + delay
-    utt.start_delay_s = utt.start_at - first_ready
+    attempt.start_at = now + delay
+    attempt.start_delay_s = attempt.start_at - first_ready
     if estimate is not None:
         _LOG.debug('utterance %d: gapless start %.3f s after its first segment (planned '
                    'after segment %d; RTF %.2f, %.3f s audio per character)', utt.id,
-                   utt.start_delay_s, ready + 1, estimate.rtf, estimate.seconds_per_char)
+                   attempt.start_delay_s, ready + 1, estimate.rtf, estimate.seconds_per_char)

@@ -17,10 +17,10 @@ import numpy as np
 from .audio import Chunker
 from .pacing import Pacer, Waiter
 from .synthesis import SegmentPCM
-from .utterance import SchedulerConfig, Utterance
+from .utterance import Attempt, SchedulerConfig, Utterance
 
 #: While an utterance's start is delayed (gapless), how often the publisher looks at
-#: ``Utterance.start_at`` again: the synthesis thread may move it (s, clock time).
+#: ``Attempt.start_at`` again: the synthesis thread may move it (s, clock time).
 START_POLL_S = 0.1
 
 
@@ -29,7 +29,8 @@ class Track:
 
     Args:
         utt: The utterance (its ``sample_rate`` is set by then).
-        attempt: The attempt number the hand-overs belong to.
+        attempt: The :class:`~.utterance.Attempt` the hand-overs belong to; this track
+            writes its ``underruns`` (through the scheduler) and ``start_delay_s``.
         config: The scheduler's settings when the attempt's first hand-over came.
         clock: Monotonic seconds; ``waiter``: bounded event wait (see :mod:`.pacing`).
 
@@ -38,7 +39,7 @@ class Track:
         index: Chunks released so far (the next chunk's index).
     """
 
-    def __init__(self, utt: Utterance, attempt: int, config: SchedulerConfig,
+    def __init__(self, utt: Utterance, attempt: Attempt, config: SchedulerConfig,
                  clock: Callable[[], float], waiter: Waiter) -> None:
         self.utt = utt
         self.attempt = attempt
@@ -67,11 +68,11 @@ class Track:
         if self.index == 0 and self.position == 0:  # before the first chunk
             if self._first_ready is None:
                 self._first_ready = item.not_before
-            while (wait := self.utt.start_at - self._clock()) > 0:
+            while (wait := self.attempt.start_at - self._clock()) > 0:
                 if self._waiter(halt, min(wait, START_POLL_S)):
                     return False
             # The delay that took effect (the synthesis thread may have moved it).
-            self.utt.start_delay_s = max(0.0, self.utt.start_at - self._first_ready)
+            self.attempt.start_delay_s = max(0.0, self.attempt.start_at - self._first_ready)
         for samples in self.chunker.add(item.pcm):
             if not emit(self, samples, len(samples)):
                 return False

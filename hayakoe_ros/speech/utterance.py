@@ -130,10 +130,55 @@ class AudioChunk:
     index: int
 
 
+class Attempt:
+    """One try at speaking an utterance, and what that try measured.
+
+    An utterance already synthesised ahead is tried again when an interrupting one goes
+    before it: the scheduler gives it a new attempt (:meth:`Utterance.restart`) and the
+    old one is halted. Each thread writes only the attempt it was handed, never "the
+    utterance's current one", so a dropped attempt's late writes (a pause predicted just
+    before the restart, a segment joined) cannot reach the attempt that replaced it.
+
+    Who writes what: the synthesis thread, while it synthesises the attempt, writes
+    ``segments`` (:func:`~.synthesis.grow_segment` joins pieces), ``pauses``,
+    ``synth_seconds``, ``start_at`` and the planned ``start_delay_s``; the publisher
+    thread, while it publishes the attempt, ``underruns`` and the ``start_delay_s`` that
+    took effect; the scheduler creates and halts attempts. Others read them once the
+    utterance is done (through its properties).
+
+    Attributes:
+        number: 0 for the first try, then 1, 2...
+        token: Cancels the attempt's engine call in flight (:meth:`halt`).
+        segments: The attempt's own copy of the utterance's segments.
+        pauses: Pause targets (s) used at each boundary (len = segments - 1 when done).
+        synth_seconds: Scheduler-clock seconds spent in the engine (synthesis, pauses).
+        start_at: Scheduler-clock time before which its first chunk is not released
+            (``gapless``; 0 until its first segment is ready).
+        start_delay_s: The gapless start delay (s; 0 without ``gapless``).
+        underruns: Times its playback ran dry before the next chunk (pacing on).
+    """
+
+    def __init__(self, number: int, segments: list) -> None:
+        self.number = number
+        self.token = CancelToken()
+        self.segments = list(segments)
+        self.pauses: list = []
+        self.synth_seconds = 0.0
+        self.start_at = 0.0
+        self.start_delay_s = 0.0
+        self.underruns = 0
+
+    def halt(self) -> None:
+        """Stop the attempt: its engine call in flight is aborted where the engine can."""
+        self.token.cancel()
+
+
 class Utterance:
     """One request to speak, from submission to its outcome.
 
-    Created by :meth:`SpeechScheduler.submit`; read-only for callers.
+    Created by :meth:`SpeechScheduler.submit`; read-only for callers. What one try at it
+    measured lives in its :class:`Attempt` (:attr:`attempt`, the current one); the
+    figures below are that attempt's.
 
     Attributes:
         id: Sequence number within the scheduler.
@@ -144,16 +189,10 @@ class Utterance:
         error: Human-readable reason when not SUCCEEDED ('' otherwise); for a cancel it
             is ``cancel_reason.value``.
         cancel_reason: The :class:`CancelReason` when canceled, else None.
-        pauses: Pause targets (s) used at each boundary (len = segments - 1 when done).
         submitted_at / first_audio_at / finished_at: scheduler-clock seconds (or None).
         audio_samples: Samples of real audio published (padding excluded).
         sample_rate: Hz of the published audio (0 until synthesis starts).
-        synth_seconds: Scheduler-clock seconds spent in the engine (synthesis and pauses).
-        start_at: Scheduler-clock time before which its first chunk is not released
-            (``gapless``; set by the synthesis thread, 0 until its first segment is ready).
-        start_delay_s: The gapless start delay chosen for it (s; 0 without ``gapless``):
-            ``start_at`` minus the time its first segment was ready.
-        underruns: Times its playback ran dry before the next chunk (pacing on).
+        attempt: The current :class:`Attempt` (replaced by :meth:`restart`).
     """
 
     def __init__(self, uid: int, text: str, segments: list, voice: VoiceParams,
@@ -163,28 +202,69 @@ class Utterance:
                  ) -> None:
         self.id = uid
         self.text = text
-        self.segments = segments
+        self._segments = list(segments)  # as submitted: every attempt starts from these
         self.voice = voice
         self.volume = volume
         self.outcome: Optional[Outcome] = None
         self.error = ''
         self.cancel_reason: Optional[CancelReason] = None
-        self.pauses: list = []
         self.submitted_at = submitted_at
         self.first_audio_at: Optional[float] = None
         self.finished_at: Optional[float] = None
         self.audio_samples = 0
         self.sample_rate = 0
-        self.synth_seconds = 0.0
-        self.start_at = 0.0
-        self.start_delay_s = 0.0
-        self.underruns = 0
         self._on_done = on_done
         self._on_chunk = on_chunk
         self._halt = threading.Event()  # set on cancel or abort: publish nothing more
         self._done = threading.Event()
-        self._attempt = 0
-        self._token = CancelToken()  # aborts the engine call of the current attempt
+        self.attempt = Attempt(0, self._segments)
+
+    def restart(self) -> Attempt:
+        """Drop the current attempt (halted) and begin a new one from the segments.
+
+        The scheduler's transition for an utterance synthesised ahead that an interrupt
+        puts back in line (under its lock). Returns the new attempt.
+        """
+        old = self.attempt
+        old.halt()
+        self.attempt = Attempt(old.number + 1, self._segments)
+        return self.attempt
+
+    def halt(self) -> None:
+        """Publish nothing more of it and abort its engine call (a cancel or an abort)."""
+        self._halt.set()
+        self.attempt.halt()
+
+    # What the current attempt measured (see :class:`Attempt`).
+    @property
+    def segments(self) -> list:
+        """The segments spoken: the current attempt's (joined pieces included)."""
+        return self.attempt.segments
+
+    @property
+    def pauses(self) -> list:
+        """Pause targets (s) used at each boundary (len = segments - 1 when done)."""
+        return self.attempt.pauses
+
+    @property
+    def synth_seconds(self) -> float:
+        """Scheduler-clock seconds spent in the engine (synthesis and pauses)."""
+        return self.attempt.synth_seconds
+
+    @property
+    def start_at(self) -> float:
+        """Scheduler-clock time before which its first chunk is not released (gapless)."""
+        return self.attempt.start_at
+
+    @property
+    def start_delay_s(self) -> float:
+        """The gapless start delay (s; 0 without ``gapless``)."""
+        return self.attempt.start_delay_s
+
+    @property
+    def underruns(self) -> int:
+        """Times its playback ran dry before the next chunk (pacing on)."""
+        return self.attempt.underruns
 
     @property
     def done(self) -> bool:
