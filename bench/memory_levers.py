@@ -123,9 +123,9 @@ def child(name: str, root: str, speaker: str, threads: int, no_torch: bool = Fal
     texts = benchmark_texts()
     t0 = time.perf_counter()
     if setting.side == 'raw':
-        from hayakoe_ros.engines import hayakoe_internals as hk
+        from hayakoe_ros.engines import ort_session
 
-        with hk.onnx_session_hooks(threads):
+        with ort_session.onnx_session_hooks(threads):
             from hayakoe import TTS
 
             uri = f'file://{root}'

@@ -71,12 +71,12 @@ class HayakoeWorker:
     def __init__(self, root: str, speaker: str, threads: int) -> None:
         from hayakoe import TTS
 
-        from hayakoe_ros.engines import hayakoe_internals as hk
+        from hayakoe_ros.engines import ort_session
 
         uri = f'file://{root}'
         # The same thread patch as the node's engine (restored when the block ends);
         # nothing else of hayakoe_ros: no allocator settings, no trim.
-        with hk.onnx_session_hooks(threads):
+        with ort_session.onnx_session_hooks(threads):
             self.tts = TTS(device='cpu', bert_source=uri).load(speaker, source=uri).prepare()
         self.speaker = self.tts.speakers[speaker]
         self.sample_rate = int(self.speaker.sampling_rate)

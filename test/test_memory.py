@@ -9,7 +9,7 @@ import textwrap
 import onnxruntime as ort
 import pytest
 
-from hayakoe_ros.engines import hayakoe_internals as hk
+from hayakoe_ros.engines import ort_session
 from hayakoe_ros.engines import memory
 from hayakoe_ros.engines.hayakoe_engine import HayakoeEngine
 
@@ -91,12 +91,12 @@ def test_vm_kib_reads_proc_and_is_zero_for_no_process():
 def test_session_hooks_patch_only_inside_the_block_and_restore_on_error():
     original = (ort.SessionOptions, ort.InferenceSession)
     with pytest.raises(ValueError):
-        with hk.onnx_session_hooks(1, after_session=lambda: None):
+        with ort_session.onnx_session_hooks(1, after_session=lambda: None):
             assert ort.SessionOptions().intra_op_num_threads == 1
             assert ort.InferenceSession is not original[1]
             raise ValueError('boom')
     assert (ort.SessionOptions, ort.InferenceSession) == original
-    with hk.onnx_session_hooks(0):
+    with ort_session.onnx_session_hooks(0):
         assert (ort.SessionOptions, ort.InferenceSession) == original
 
 

@@ -20,7 +20,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from . import hayakoe_internals as hk
-from . import memory, openjtalk_guard, ort_cache
+from . import memory, openjtalk_guard, ort_cache, ort_session
 from .base import (CancelToken, Engine, EngineError, EngineLoadError, NothingToSpeakError,
                    SynthesisCanceledError, UnknownStyleError, VoiceParams)
 
@@ -135,7 +135,7 @@ class HayakoeEngine(Engine):
                 cache = ort_cache.OptimizedModelCache(
                     os.path.join(hk.cache_dir(tts), 'hayakoe_ros', 'ort-optimized'))
                 source = cache.session_source
-            with hk.onnx_session_hooks(self._num_threads, after_session=after,
+            with ort_session.onnx_session_hooks(self._num_threads, after_session=after,
                                        model_source=source,
                                        allow_spinning=bool(allow_spinning)):
                 tts.prepare(warmup=device.startswith('cuda'), compile=bool(compile))
@@ -224,7 +224,7 @@ class HayakoeEngine(Engine):
         session was built with it: ``'0'``, ``'1'``, or ``''`` when never set (the
         runtime then spins).
         """
-        return {role: hk.session_config_entry(sess, hk.SPINNING_KEY)
+        return {role: ort_session.session_config_entry(sess, ort_session.SPINNING_KEY)
                 for role, sess in hk.onnx_sessions(self._tts, self._speaker).items()}
 
     def check_voice(self, voice: VoiceParams) -> None:
@@ -320,7 +320,7 @@ class HayakoeEngine(Engine):
             yield
             token.check()
             return
-        with hk.terminable_runs(sessions) as terminate, token.hook(terminate):
+        with ort_session.terminable_runs(sessions) as terminate, token.hook(terminate):
             try:
                 yield
             except Exception as exc:

@@ -6,19 +6,18 @@ hayakoe's public API (``Speaker.generate()``/``stream()``) peak-normalises each 
 full scale, predicts pauses over the whole text before the first sentence, cannot set the
 ONNX Runtime thread count and cannot be interrupted. The node needs the model's raw float
 output per segment, the duration predictor's per-phoneme frames for a pair of segments, and
-thread control, so it reaches inside here. :func:`check_compatible` lists what is relied on;
+thread control, so it reaches inside here. :func:`check_compatible` lists what is relied on
+(what :mod:`.ort_session`'s hooks expect of the sessions hayakoe builds included);
 ``test/test_engines.py`` calls it so that a hayakoe release that changes any of it
 fails loudly instead of misbehaving. Tested against hayakoe 1.3.1.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import dataclasses
 import inspect
-import threading
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -26,9 +25,6 @@ from .base import VoiceParams
 
 #: hayakoe versions this module was written and tested against (``major.minor``).
 TESTED_VERSIONS = ('1.3',)
-
-_PATCH_LOCK = threading.Lock()
-
 
 def check_compatible() -> None:
     """Verify that the hayakoe internals used by this module exist with the expected shape.
@@ -114,119 +110,6 @@ def _terminable_run_problems(speaker_mod) -> list:
         if f'{attr}.run(None, ' not in src:
             problems.append(f'Speaker no longer calls {attr}.run(None, feed)')
     return problems
-
-
-#: ONNX Runtime session config key (onnxruntime_session_options_config_keys.h,
-#: ``kOrtSessionOptionsConfigAllowIntraOpSpinning``): "1" (the default) lets idle intra-op
-#: threads busy-wait for the next operator, "0" puts them to sleep at once.
-SPINNING_KEY = 'session.intra_op.allow_spinning'
-
-
-@contextlib.contextmanager
-def onnx_session_hooks(num_threads: int = 0,
-                       after_session: Optional[Callable[[], object]] = None,
-                       model_source: Optional[Callable[[str, Any], str]] = None,
-                       allow_spinning: Optional[bool] = None) -> Iterator[None]:
-    """Control every ONNX Runtime session hayakoe creates inside the block.
-
-    hayakoe builds its sessions with ``ort.SessionOptions()`` and
-    ``ort.InferenceSession(...)`` and offers no way to pass options, so for the duration of
-    the block ``onnxruntime.SessionOptions`` is replaced by a subclass that sets
-    ``intra_op_num_threads`` (when ``num_threads`` > 0; 0 keeps the runtime default, one
-    thread per physical core) and, when ``allow_spinning`` is not None, the session config
-    entry :data:`SPINNING_KEY` (whether idle intra-op threads busy-wait for the next
-    operator's work), and ``onnxruntime.InferenceSession`` by a subclass that calls
-    ``after_session()`` once each session is built (the engine returns the session's
-    load-time garbage to the system there, so the next session's load does not stack on
-    it). ``model_source(path, options)``, when given, is asked which file to load for each
-    model hayakoe names by path (it may change ``options``: :mod:`.ort_cache` returns an
-    offline-optimised copy and turns the optimiser off). Both attributes are restored when
-    the block ends, also on an exception; blocks in different threads run one at a time.
-    """
-    if num_threads <= 0 and after_session is None and model_source is None \
-            and allow_spinning is None:
-        yield
-        return
-    import onnxruntime as ort
-
-    with _PATCH_LOCK:
-        options_cls, session_cls = ort.SessionOptions, ort.InferenceSession
-        saved = {'SessionOptions': options_cls, 'InferenceSession': session_cls}
-        if num_threads > 0 or allow_spinning is not None:
-            class _ThreadedSessionOptions(options_cls):  # type: ignore[misc, valid-type]
-                def __init__(self, *args, **kwargs):
-                    super().__init__(*args, **kwargs)
-                    if num_threads > 0:
-                        self.intra_op_num_threads = num_threads
-                    if allow_spinning is not None:
-                        self.add_session_config_entry(SPINNING_KEY,
-                                                      '1' if allow_spinning else '0')
-
-            ort.SessionOptions = _ThreadedSessionOptions
-        if after_session is not None or model_source is not None:
-            class _HookedSession(session_cls):  # type: ignore[misc, valid-type]
-                def __init__(self, model, sess_options=None, *args, **kwargs):
-                    if model_source is not None and sess_options is not None and \
-                            isinstance(model, (str, os.PathLike)):
-                        model = model_source(os.fspath(model), sess_options)
-                    super().__init__(model, sess_options, *args, **kwargs)
-                    if after_session is not None:
-                        after_session()
-
-            ort.InferenceSession = _HookedSession
-        try:
-            yield
-        finally:
-            for name, value in saved.items():
-                setattr(ort, name, value)
-
-
-def session_config_entry(session, key: str) -> str:
-    """The session config entry ``key`` a session was built with ('' when never set)."""
-    try:
-        return str(session.get_session_options().get_session_config_entry(key))
-    except Exception:  # onnxruntime raises a plain exception for a key never set
-        return ''
-
-
-@contextlib.contextmanager
-def terminable_runs(sessions: Sequence) -> Iterator[Callable[[], None]]:
-    """Pass one ``RunOptions`` to every ``run`` of ``sessions`` inside the block.
-
-    hayakoe calls ``session.run(None, feed)`` with no run options, so each session's
-    ``run`` is shadowed by an instance attribute for the block that adds them; afterwards
-    the session's ``run`` is what it was before (a wrapper someone else put on the
-    instance, e.g. the benchmark's timers, stays). Yields ``terminate()``: callable from
-    any thread, it sets ``RunOptions.terminate`` so that the run in flight, and every
-    later run in the block, fails at once (ONNX Runtime raises, naming the terminate
-    flag). Only the calling thread may run these sessions meanwhile (the engine's
-    single-thread rule).
-    """
-    import onnxruntime as ort
-
-    options = ort.RunOptions()
-    patched = []
-    try:
-        for session in {id(s): s for s in sessions}.values():
-            original = session.run
-            shadowed = vars(session).get('run')  # None: the class's method
-
-            def run(output_names, input_feed, run_options=None, _run=original):
-                return _run(output_names, input_feed, run_options or options)
-
-            session.run = run
-            patched.append((session, shadowed))
-
-        def terminate() -> None:
-            options.terminate = True
-
-        yield terminate
-    finally:
-        for session, shadowed in patched:
-            if shadowed is None:
-                del session.run
-            else:
-                session.run = shadowed
 
 
 def terminable_sessions(tts, speaker) -> list:
