@@ -26,6 +26,38 @@ def test_hayakoe_internals_used_by_the_node_are_still_there():
     assert hasattr(hayakoe, 'TTS')
 
 
+def test_the_compatibility_check_names_every_private_name_hayakoe_internals_uses():
+    """A private name used but not checked would break silently on a new hayakoe."""
+    import ast
+    import inspect
+
+    tree = ast.parse(inspect.getsource(hayakoe_internals))
+    ours = {node.name for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    used = {node.attr for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and node.attr.startswith('_')
+            and not node.attr.startswith('__')}
+    used |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+             and (node.module or '').startswith('hayakoe') for alias in node.names
+             if alias.name.startswith('_')}
+    used |= {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)
+             and isinstance(node.value, str) and node.value.startswith('_')
+             and node.value.isidentifier() and not node.value.startswith('__')}
+    checked = inspect.getsource(hayakoe_internals.check_compatible) + inspect.getsource(
+        hayakoe_internals._terminable_run_problems)
+    missing = sorted(name for name in used - ours if name not in checked)
+    assert not missing, f'used in hayakoe_internals, not checked: {missing}'
+    # Nothing else in the package reaches into hayakoe's private API.
+    from pathlib import Path
+    package = Path(hayakoe_internals.__file__).resolve().parents[1]
+    for path in package.rglob('*.py'):
+        if path.name == 'hayakoe_internals.py':
+            continue
+        text = path.read_text(encoding='utf-8')
+        for needle in ('._speaker._', '._tts._', 'speaker._', 'from hayakoe.api'):
+            assert needle not in text, f'{path}: {needle!r}'
+
+
 def test_openjtalk_speaks_japanese_offline(openjtalk_engine, no_network):
     audio = openjtalk_engine.synthesize('こんにちは。今日はいい天気ですね。', VoiceParams())
     assert openjtalk_engine.sample_rate == 48000

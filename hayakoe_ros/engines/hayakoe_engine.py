@@ -151,9 +151,9 @@ class HayakoeEngine(Engine):
         self._feature_cache: collections.OrderedDict = collections.OrderedDict()
         self._punct = hk.punctuation_ids()
         self._hop = hk.hop_length(self._speaker)
-        self._n_speakers = int(getattr(self._speaker._hps.data, 'n_speakers', 1))
+        self._n_speakers = hk.speaker_count(self._speaker)
         self._sample_rate = int(self._speaker.sampling_rate)
-        self._styles = list(self._speaker._style2id.keys())
+        self._styles = hk.style_names(self._speaker)
         self._model_id = self._identity()
         self._release()
 

@@ -76,11 +76,16 @@ def check_compatible() -> None:
             problems.append(f'Speaker._synthesize_one signature changed: {params}')
     src = inspect.getsource(speaker_mod.Speaker.__init__)
     for attr in ('_hps', '_gen_lock', '_synth_session', '_dp_session', '_bert_session',
-                 '_style2id', '_backend', '_model_dir'):
+                 '_style2id', '_backend', '_model_dir', '_device'):
         if attr not in src:
             problems.append(f'Speaker.{attr} is no longer set in Speaker.__init__')
-    if '_cache_dir' not in inspect.getsource(tts_mod.TTS.__init__):
-        problems.append('TTS._cache_dir is no longer set in TTS.__init__')
+    need(speaker_mod.Speaker, '_ensure_pytorch_model', 'Speaker')
+    tts_src = inspect.getsource(tts_mod.TTS)
+    for attr in ('_cache_dir', '_bert_source', '_backend', '_bert_session'):
+        if f'self.{attr}' not in tts_src:
+            problems.append(f'TTS.{attr} is no longer set by TTS')
+    if not _source_has_fetch():
+        problems.append('hayakoe.api.sources: the sources (TTS._bert_source) have no fetch()')
     # onnx_session_hooks() patches what these call to build the ONNX Runtime sessions.
     for owner, attr in ((speaker_mod.Speaker, '_init_onnx_synth'),
                         (speaker_mod.Speaker, '_init_onnx_duration_predictor'),
@@ -96,6 +101,27 @@ def check_compatible() -> None:
     problems += _terminable_run_problems(speaker_mod)
     if problems:
         raise RuntimeError('hayakoe internals changed: ' + '; '.join(problems))
+
+
+def _source_has_fetch() -> bool:
+    """Whether hayakoe's model sources (what ``TTS._bert_source`` is) offer ``fetch``."""
+    try:
+        from hayakoe.api import sources
+    except ImportError:
+        return False
+    return callable(getattr(sources, 'parse_source', None)) and any(
+        callable(getattr(obj, 'fetch', None)) for obj in vars(sources).values()
+        if inspect.isclass(obj))
+
+
+def speaker_count(speaker) -> int:
+    """Speakers of a loaded model (its config's ``data.n_speakers``; 1 when absent)."""
+    return int(getattr(speaker._hps.data, 'n_speakers', 1))
+
+
+def style_names(speaker) -> list:
+    """Style names of a loaded model, in its own order (``Speaker._style2id``)."""
+    return list(speaker._style2id.keys())
 
 
 def _terminable_run_problems(speaker_mod) -> list:
