@@ -283,3 +283,14 @@ def test_stamps_that_jump_within_a_run_play_on_and_are_counted():
     s0 = int(np.nonzero(heard)[0][0])
     np.testing.assert_array_equal(heard[s0:s0 + 3200], ramp(3200))  # back to back
     assert playout.stats.stamps_out_of_range == 2
+
+
+def test_player_stats_are_a_copy_never_the_counters_themselves():
+    player = Player(PlayerConfig(), backend=FakeSoundDevice({16000}, 16000))
+    first = player.stats()  # no stream open yet: the totals of closed streams
+    first.underruns = 99
+    assert player.stats().underruns == 0 and player.stats() is not first
+    player.submit(0.0, np.zeros(160, np.float32), 16000)
+    second = player.stats()
+    second.chunks = 99
+    assert player.stats().chunks == 1

@@ -250,7 +250,8 @@ class Player:
     def stats(self) -> PlayoutStats:
         """Counters summed over every stream opened since :meth:`reset_stats`."""
         playout = self._playout
-        total = _add(self._base, playout.stats) if playout is not None else self._base
+        # A new object every time: the caller's copy, never the counters themselves.
+        total = _add(self._base, playout.stats if playout is not None else PlayoutStats())
         total.output_latency_s = self.latency_s
         return total
 

@@ -119,7 +119,8 @@ class Playout:
         self.buffer_s = float(buffer_s)
         self.max_ahead_s = float(max_ahead_s)
         self.stats = PlayoutStats()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()      # the timeline: producer vs. device callback
+        self._producer = threading.Lock()  # contiguity and the resampler: producers only
         self._blocks: collections.deque = collections.deque()  # [start_frame, float32]
         self._frame = 0                    # next frame the device will render
         self._ref: Optional[tuple] = None  # (frame, monotonic DAC time) of the last render
@@ -174,82 +175,99 @@ class Playout:
             True if it was late (an underrun), else False.
         """
         samples = np.asarray(samples, dtype=np.float32)
-        with self._lock:
-            self.stats.chunks += 1
+        # The producer's own state and the resampling (DSP) under the producer's lock;
+        # the lock the device callback needs is held only to place the result, so the
+        # real-time callback never waits on libsoxr.
+        with self._producer:
             gap_s = (stamp - self._prev_stamp_end if self._prev_stamp_end is not None
                      else 0.0)  # step from exact continuation, publisher's clock
             contiguous = (self._run_open and rate == self._prev_rate
                           and abs(gap_s) * rate <= CONTIGUOUS_TOL_SAMPLES)
-            if not contiguous:
-                self._flush_resampler()
+            tail = None if contiguous else self._resampler_tail()
             self._prev_stamp_end = stamp + samples.size / rate
             self._run_open = True
             self._prev_rate = rate
             self._last_push = now
-            if rate != self.device_rate:
-                self.stats.resampled += 1
+            resampled = rate != self.device_rate
+            if resampled:
                 if self._resampler is None:
                     self._resampler = soxr.ResampleStream(
                         rate, self.device_rate, 1, dtype='float32', quality=RESAMPLE_QUALITY)
                 samples = self._resampler.resample_chunk(samples, last=False)
-            earliest = self._frame
-            late = False
-            issue = ''
-            idle = False
-            if contiguous:
+            with self._lock:
+                if tail is not None:
+                    self._append(max(self._end_frame, self._frame), tail)
+                return self._place(samples, stamp, gap_s, contiguous, resampled, now,
+                                   latency_s, clock_offset)
+
+    def _place(self, samples: np.ndarray, stamp: float, gap_s: float, contiguous: bool,
+               resampled: bool, now: float, latency_s: float, clock_offset: float) -> bool:
+        """Put a chunk (at the device rate) on the timeline; True if late (``_lock`` held)."""
+        self.stats.chunks += 1
+        self.stats.resampled += int(resampled)
+        earliest = self._frame
+        late = False
+        issue = ''
+        idle = False
+        if contiguous:
+            start = self._end_frame
+            headroom = (start - earliest) / self.device_rate
+            self.stats.min_headroom_s = min(self.stats.min_headroom_s, headroom)
+            if start < earliest:
+                late = True
+                self.stats.underruns += 1
+                self.stats.late_s += -headroom
+                start = earliest
+        elif self._end_frame > earliest:  # still playing: the stamped pause, exactly
+            start = self._end_frame + max(0, int(round(gap_s * self.device_rate)))
+            if gap_s < -self.max_ahead_s:  # a small step back: an interrupt's start
+                issue = f'stamp went back {-gap_s:.3f} s within a run'
+            elif (start - earliest) / self.device_rate > self.max_ahead_s + self.buffer_s:
+                issue = f'stamp {gap_s:.3f} s after the end of the audio before it'
                 start = self._end_frame
-                headroom = (start - earliest) / self.device_rate
-                self.stats.min_headroom_s = min(self.stats.min_headroom_s, headroom)
-                if start < earliest:
-                    late = True
-                    self.stats.underruns += 1
-                    self.stats.late_s += -headroom
-                    start = earliest
-            elif self._end_frame > earliest:  # still playing: the stamped pause, exactly
-                start = self._end_frame + max(0, int(round(gap_s * self.device_rate)))
-                if gap_s < -self.max_ahead_s:  # a small step back: an interrupt's start
-                    issue = f'stamp went back {-gap_s:.3f} s within a run'
-                elif (start - earliest) / self.device_rate > self.max_ahead_s + self.buffer_s:
-                    issue = f'stamp {gap_s:.3f} s after the end of the audio before it'
-                    start = self._end_frame
-            else:  # idle: a new run, at its stamp or rendered after the jitter buffer
-                idle = True
-                target = self.frame_at(stamp + clock_offset, now)
-                ready = self.frame_at(now + self.buffer_s + latency_s, now)
-                skew = stamp + clock_offset - now
-                if skew > self.max_ahead_s or skew < -self.max_ahead_s:
-                    issue = (f'stamp {abs(skew):.3f} s '
-                             f"{'after' if skew > 0 else 'before'} its arrival")
-                    target = ready
-                start = max(int(round(target)), math.ceil(ready), earliest)
-            if issue:
-                self.stats.stamps_out_of_range += 1
-            self.last_stamp_issue = issue
-            self.last_started_idle = idle
-            if not contiguous:
-                headroom = (start - earliest) / self.device_rate
-            self.last_headroom_s = headroom
-            self._append(start, samples)
-            return late
+        else:  # idle: a new run, at its stamp or rendered after the jitter buffer
+            idle = True
+            target = self.frame_at(stamp + clock_offset, now)
+            ready = self.frame_at(now + self.buffer_s + latency_s, now)
+            skew = stamp + clock_offset - now
+            if skew > self.max_ahead_s or skew < -self.max_ahead_s:
+                issue = (f'stamp {abs(skew):.3f} s '
+                         f"{'after' if skew > 0 else 'before'} its arrival")
+                target = ready
+            start = max(int(round(target)), math.ceil(ready), earliest)
+        if issue:
+            self.stats.stamps_out_of_range += 1
+        self.last_stamp_issue = issue
+        self.last_started_idle = idle
+        if not contiguous:
+            headroom = (start - earliest) / self.device_rate
+        self.last_headroom_s = headroom
+        self._append(start, samples)
+        return late
 
     def _append(self, start: int, samples: np.ndarray) -> None:
         if samples.size:
             self._blocks.append([start, samples])
             self._end_frame = start + samples.size
 
-    def _flush_resampler(self) -> None:
-        """Append the resampler's held-back tail right after its run (lock held)."""
-        if self._resampler is not None:
-            tail = self._resampler.resample_chunk(np.zeros(0, np.float32), last=True)
-            self._resampler = None
-            self._append(max(self._end_frame, self._frame), tail)
+    def _resampler_tail(self) -> Optional[np.ndarray]:
+        """End the resampled run: the resampler's held-back tail, or None (producer lock)."""
+        if self._resampler is None:
+            return None
+        tail = self._resampler.resample_chunk(np.zeros(0, np.float32), last=True)
+        self._resampler = None
+        return tail
 
     def flush_idle(self, now: float, idle_s: float) -> None:
         """End a resampled run that got no chunk for ``idle_s`` s (emits its tail)."""
-        with self._lock:
-            if self._resampler is not None and now - self._last_push > idle_s:
-                self._flush_resampler()
-                self._run_open = False
+        with self._producer:
+            if self._resampler is None or now - self._last_push <= idle_s:
+                return
+            tail = self._resampler_tail()
+            self._run_open = False
+            with self._lock:
+                if tail is not None:
+                    self._append(max(self._end_frame, self._frame), tail)
 
     # ------------------------------------------------------------------ device side
     def render(self, out: np.ndarray, dac_time: float, now: float) -> None:
