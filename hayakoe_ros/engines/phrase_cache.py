@@ -241,33 +241,43 @@ class CachingEngine(WrappedEngine):
                 if entry.name.endswith(_SUFFIX) and entry.is_file():
                     st = entry.stat()
                     found.append((st.st_mtime, entry.name[:-len(_SUFFIX)], st.st_size))
-        for _, key, size in sorted(found):
-            self._files[key] = size
-            self._file_bytes += size
-        self._trim_files()
+        with self._lock:
+            for _, key, size in sorted(found):
+                self._files[key] = size
+                self._file_bytes += size
+            self._trim_files()
 
     def _load(self, key: str) -> Optional[np.ndarray]:
-        """The entry's audio from disk, or None (absent; corrupt: removed, WARNING)."""
-        if self._dir is None or key not in self._files:
-            return None
+        """The entry's audio from disk, or None (absent; corrupt: removed, WARNING).
+
+        The file is read with no lock held; the disk index (``_files``, ``_file_bytes``)
+        is read and changed only under ``_lock``, like the memory LRU.
+        """
+        with self._lock:
+            if self._dir is None or key not in self._files:
+                return None
         path = self._path(key)
         try:
             audio = np.load(path, allow_pickle=False)
             if audio.dtype != np.float32 or audio.ndim != 1:
                 raise ValueError(f'holds {audio.dtype} {audio.shape}, not float32 (samples,)')
         except FileNotFoundError:
-            self._forget_file(key)
+            with self._lock:
+                self._forget_file(key)
             return None
         except (OSError, ValueError, EOFError) as exc:
             _LOG.warning(f'phrase cache: removing corrupt entry {path}: '
                          f'{type(exc).__name__}: {exc}')
-            self._forget_file(key, remove=True)
+            with self._lock:
+                self._forget_file(key, remove=True)
             return None
         try:
             os.utime(path)  # recently used: last out when the directory is trimmed
         except OSError:
             pass
-        self._files.move_to_end(key)
+        with self._lock:
+            if key in self._files:
+                self._files.move_to_end(key)
         return audio
 
     def _store(self, key: str, audio: np.ndarray) -> None:
@@ -275,9 +285,10 @@ class CachingEngine(WrappedEngine):
 
         The first failure is logged as WARNING and ends writing (:attr:`write_error`).
         """
-        if self._dir is None or self.write_error or key in self._files \
-                or audio.nbytes > self._max_bytes:
-            return
+        with self._lock:
+            if self._dir is None or self.write_error or key in self._files \
+                    or audio.nbytes > self._max_bytes:
+                return
         tmp = ''
         try:
             fd, tmp = tempfile.mkstemp(prefix='.tmp-', suffix=_SUFFIX, dir=self._dir)
@@ -294,11 +305,15 @@ class CachingEngine(WrappedEngine):
                 except OSError:
                     pass
             return
-        self._files[key] = os.path.getsize(self._path(key))
-        self._file_bytes += self._files[key]
-        self._trim_files()
+        size = os.path.getsize(self._path(key))
+        with self._lock:
+            if key not in self._files:
+                self._files[key] = size
+                self._file_bytes += size
+            self._trim_files()
 
     def _forget_file(self, key: str, remove: bool = False) -> None:
+        """Drop ``key`` from the disk index (and its file when ``remove``); ``_lock`` held."""
         self._file_bytes -= self._files.pop(key, 0)
         if remove:
             try:
@@ -307,7 +322,7 @@ class CachingEngine(WrappedEngine):
                 pass
 
     def _trim_files(self) -> None:
-        """Remove the least recently used files until they fit in the size bound."""
+        """Remove the least recently used files until they fit in the bound (``_lock`` held)."""
         while self._file_bytes > self._max_bytes and self._files:
             self._forget_file(next(iter(self._files)), remove=True)
 

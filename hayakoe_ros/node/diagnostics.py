@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
 from typing import Optional
 
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
@@ -35,9 +36,11 @@ class SpeechStats:
     last_ttfa_s: Optional[float] = None
     last_start_delay_s: Optional[float] = None
     last_underruns: Optional[int] = None
+    _lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False,
+                                              compare=False)
 
     def record(self, utt, source: str) -> str:
-        """Count a finished utterance; return its one log line.
+        """Count a finished utterance; return its one log line (any thread).
 
         Args:
             utt: A finished :class:`~hayakoe_ros.speech.Utterance`.
@@ -48,16 +51,18 @@ class SpeechStats:
             audio, TTFA <s> s (start delay <s> s), RTF <x>, <n> underrun(s): <outcome>``
             and the reason when it did not succeed.
         """
-        if utt.outcome is Outcome.SUCCEEDED:
-            self.spoken += 1
-        elif utt.outcome is Outcome.CANCELED:
-            self.canceled += 1
-        else:
-            self.failed += 1
-            self.last_error = utt.error
-        if utt.audio_s:
-            self.last_rtf, self.last_ttfa_s = utt.rtf, utt.ttfa_s
-            self.last_start_delay_s, self.last_underruns = utt.start_delay_s, utt.underruns
+        with self._lock:  # utterances end on the scheduler's threads and on cancelers'
+            if utt.outcome is Outcome.SUCCEEDED:
+                self.spoken += 1
+            elif utt.outcome is Outcome.CANCELED:
+                self.canceled += 1
+            else:
+                self.failed += 1
+                self.last_error = utt.error
+            if utt.audio_s:
+                self.last_rtf, self.last_ttfa_s = utt.rtf, utt.ttfa_s
+                self.last_start_delay_s = utt.start_delay_s
+                self.last_underruns = utt.underruns
         head = utt.text[:20] + ('…' if len(utt.text) > 20 else '')
         ttfa = f'{utt.ttfa_s:.3f} s' if utt.ttfa_s is not None else '-'
         rtf = f'{utt.rtf:.3f}' if utt.rtf is not None else '-'
