@@ -72,6 +72,7 @@ class TTSNode(LifecycleNode):
         self._config_errors: list = []
         self._active = False
         self._state_label = 'unconfigured'
+        self._loading = ''  # what configure is loading, for /diagnostics ('' otherwise)
         self._loader = EngineLoader(self.get_logger())
         self._stats = SpeechStats()
         self._scheduler: Optional[SpeechScheduler] = None
@@ -148,9 +149,11 @@ class TTSNode(LifecycleNode):
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Load and warm up the engine; create the audio publisher, ``say`` and ``stop``."""
         self._stats = SpeechStats()
+        self._state_label = 'configuring'  # /diagnostics answer during the load
         if self._config_errors:
             for error in self._config_errors:
                 self.get_logger().error(f'invalid configuration: {error}')
+            self._state_label = 'unconfigured'
             return TransitionCallbackReturn.FAILURE
         try:
             # Read and apply the user dictionary (both voices; a bad line fails
@@ -158,9 +161,13 @@ class TTSNode(LifecycleNode):
             path = self._p('user_dictionary')
             userdict.apply(userdict.UserDictionary.load(path) if path else None)
             warmup_front_end()
+            self._loading = (f"engine {self._p('engine')} (speaker {self._p('speaker')}, "
+                             f"{self._p('device')})")
             engine = self._loader.load(
                 {name: self._p(name) for name in PARAMETERS}, self._voice)
+            self._loading = ''
             if engine is None:
+                self._state_label = 'unconfigured'
                 return TransitionCallbackReturn.FAILURE
             self._scheduler = SpeechScheduler(
                 engine, self._sink, scheduler_config(self._values(SCHEDULER_PARAMETERS)),
@@ -180,6 +187,7 @@ class TTSNode(LifecycleNode):
             self._loader.engine_error = f'{type(exc).__name__}: {exc}'
             self.get_logger().error(f'configure failed: {self._loader.engine_error}')
             self._teardown()
+            self._loading, self._state_label = '', 'unconfigured'
             return TransitionCallbackReturn.FAILURE
         self._state_label = 'inactive'
         return TransitionCallbackReturn.SUCCESS
@@ -389,6 +397,7 @@ class TTSNode(LifecycleNode):
             pipeline_failure=(sched.failure or '') if sched else '',
             restarts=self._run_record.restarts,
             extra={**loader.diagnostics(), **self._run_record.values(),
+                   'loading': self._loading,
                    **rate_values(sched.rates if sched else None, engine)})
         return build_status(snap)
 

@@ -106,3 +106,30 @@ def test_a_read_only_home_is_a_clear_error_and_ros_log_dir_fixes_it(read_only_vi
     finally:
         node.send_signal(signal.SIGINT)
         assert node.wait(30) == 0
+
+
+def test_services_and_diagnostics_answer_during_the_load_and_sigint_ends_it(
+        ros_client, tiny_model_root):
+    """The model loads while the node serves; SIGINT during the load exits 0 at once."""
+    from lifecycle_msgs.srv import GetState
+
+    from ros_utils import tiny_params
+
+    node = NodeProcess(tiny_params(tiny_model_root), wait_ready=False)
+    try:
+        get_state = ros_client.node.create_client(GetState, node.topic('tts_node/get_state'))
+        assert get_state.wait_for_service(timeout_sec=30), node.log()
+        state = wait_future(get_state.call_async(GetState.Request()), 10).current_state.label
+        assert state == 'configuring', (state, node.log())  # answered during the load
+        status = ros_client.diagnostics(node)
+        values = _values(status)
+        assert values['lifecycle_state'] == 'configuring', values
+        assert 'loading engine hayakoe (speaker tiny-jp, cpu)' in status.message
+        node.proc.send_signal(signal.SIGINT)
+        assert node.proc.wait(20) == 0, node.log()
+        log = node.log()
+        assert 'Traceback' not in log
+        # The tiny model takes seconds to load and warm up: the signal came before that.
+        assert 'interrupted while configuring: exiting' in log and 'ready:' not in log, log
+    finally:
+        node.stop()

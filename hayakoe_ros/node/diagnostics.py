@@ -176,4 +176,6 @@ def build_status(snap: Snapshot) -> DiagnosticStatus:
     else:
         status.level = DiagnosticStatus.OK
         status.message = snap.lifecycle_state + (', speaking' if snap.speaking else '')
+        if snap.extra.get('loading'):
+            status.message += f": loading {snap.extra['loading']}"
     return status

@@ -3,8 +3,10 @@
 """Process entry point shared by the package's lifecycle nodes.
 
 ``run(factory)`` starts rclpy, builds the node, drives it to active when its
-``autostart`` parameter is true, spins a multi-threaded executor, and ends the process
-cleanly: on SIGINT/SIGTERM the node stops its work and running goals get their results
+``autostart`` parameter is true (in a thread of its own while the executor spins, so the
+lifecycle and parameter services and ``/diagnostics`` answer during a long load, and
+SIGINT ends the process at once even then), spins a multi-threaded executor, and ends the
+process cleanly: on SIGINT/SIGTERM the node stops its work and running goals get their results
 while the ROS context is still alive, then the shutdown transition runs (rclpy's own
 signal handlers would shut the context down first, leaving clients without results).
 The lifecycle shutdown transition, requested as a service call, ends the process too.
@@ -16,6 +18,7 @@ and ``lifecycle_label``.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -43,6 +46,17 @@ def _spin_for(executor, seconds: float) -> None:
         executor.spin_once(timeout_sec=0.05)
 
 
+def _bring_up(node, failed: threading.Event, stop: threading.Event) -> None:
+    """Configure, then activate ``node`` (the ``autostart`` thread); a failure ends the run."""
+    for name, trigger in (('configure', node.trigger_configure),
+                          ('activate', node.trigger_activate)):
+        if trigger() != TransitionCallbackReturn.SUCCESS:
+            node.get_logger().fatal(f'{name} failed; exiting (see the error above)')
+            failed.set()
+            stop.set()
+            return
+
+
 def run(factory: Callable, args=None, num_threads: int = 4) -> int:
     """Run one lifecycle node in this process until a signal or its shutdown transition.
 
@@ -56,8 +70,8 @@ def run(factory: Callable, args=None, num_threads: int = 4) -> int:
             0.58 s at a time measured in player_node, starving every other Python thread.
 
     Returns:
-        The exit status: 0, or 1 when the autostart configure failed or rcl could not
-        start (e.g. its log directory cannot be created: a message on stderr says so).
+        The exit status: 0, or 1 when the autostart configure or activate failed or rcl
+        could not start (e.g. its log directory cannot be created: stderr says so).
     """
     try:
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
@@ -73,17 +87,24 @@ def run(factory: Callable, args=None, num_threads: int = 4) -> int:
     executor = (SingleThreadedExecutor() if num_threads == 1
                 else MultiThreadedExecutor(num_threads=num_threads))
     executor.add_node(node)
+    failed = threading.Event()
+    bring_up = None
     code = 0
     try:
         if node.get_parameter('autostart').value:
-            if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
-                node.get_logger().fatal('configure failed; exiting (see the error above)')
-                code = 1
-                stop.set()
-            else:
-                node.trigger_activate()
+            bring_up = threading.Thread(target=_bring_up, args=(node, failed, stop),
+                                        name='autostart', daemon=True)
+            bring_up.start()
         while not stop.is_set() and not node.finalized.is_set() and rclpy.ok():
             executor.spin_once(timeout_sec=0.1)
+        code = 1 if failed.is_set() else 0
+        if bring_up is not None and bring_up.is_alive():
+            # Interrupted during the load: a model load in C cannot be cut short, and the
+            # node must not be torn down under it. Nothing is speaking or queued yet.
+            node.get_logger().info('interrupted while configuring: exiting')
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
         if rclpy.ok() and not node.finalized.is_set():
             node.prepare_shutdown()
             deadline = time.monotonic() + GOALS_END_TIMEOUT_S
