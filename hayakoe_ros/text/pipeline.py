@@ -136,12 +136,4 @@ def warmup() -> None:
     prepare('Warmup robot 10:30、1,234台。', 10 ** 6, 60)
 
 
-def describe(segments: list) -> str:
-    """One line per segment (text, boundary, pause, rate): for logs and ``say``."""
-    return '\n'.join(f'{s.text!r} [{s.boundary.value}'
-                     + (f', pause {s.pause_s:.3f} s' if s.pause_s is not None else '')
-                     + (f', rate {s.rate:g}' if s.rate != 1.0 else '') + ']'
-                     for s in segments)
-
-
-__all__ = ['describe', 'prepare', 'reading', 'warmup']
+__all__ = ['prepare', 'reading', 'warmup']
