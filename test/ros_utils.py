@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 import threading
 import time
 from typing import Optional
@@ -46,8 +48,25 @@ class Client:
         self._action_clients: dict = {}
         self.executor = MultiThreadedExecutor(num_threads=4)
         self.executor.add_node(self.node)
-        self._thread = threading.Thread(target=self.executor.spin, daemon=True)
+        #: Exceptions a callback raised (spinning goes on: one late message must not leave
+        #: every later test of the session without a working client).
+        self.errors: list = []
+        self._thread = threading.Thread(target=self._spin, daemon=True)
         self._thread.start()
+
+    def _spin(self) -> None:
+        import traceback
+
+        while rclpy.ok():
+            try:
+                self.executor.spin()
+                return  # shut down
+            except Exception as exc:  # a callback's: note it, keep serving the others
+                self.errors.append(exc)
+                traceback.print_exc()  # shown with the test that is running
+                with open(os.path.join(tempfile.gettempdir(), 'hayakoe_ros-client-errors.log'),
+                          'a', encoding='utf-8') as f:
+                    f.write(traceback.format_exc())
 
     def close(self) -> None:
         """Stop spinning and destroy the node."""
