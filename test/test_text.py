@@ -144,3 +144,16 @@ def test_a_long_digit_string_is_cut_like_any_long_segment(text):
     assert ''.join(s.text for s in segs) == whole  # nothing lost, nothing added
     assert whole.count('イチ') == 300
     assert all(pyopenjtalk.g2p(s.text, kana=True) for s in segs)
+    if text.isdigit():  # a code: groups of four digits, cut between groups only
+        assert all(s.text.replace('イチ', '').strip('、') == '' for s in segs), \
+            [s.text for s in segs]
+
+
+def test_a_long_digit_code_is_read_in_groups_of_four():
+    from hayakoe_ros.text.pipeline import reading
+
+    assert reading('コードは123456789012345678901です。') == (
+        'コードワイチニサンヨン、ゴロクナナハチ、キューゼロイチニ、サンヨンゴロク、'
+        'ナナハチキューゼロ、イチデス。')
+    twenty = reading('12345678901234567890')  # 20 digits: still read as one number
+    assert '、' not in twenty and twenty.startswith('センニヒャクサンジューヨンキョー')

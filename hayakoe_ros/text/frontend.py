@@ -23,7 +23,7 @@ import unicodedata
 from typing import Callable, Optional
 
 from . import english
-from .numbers import PHONE_KANA, cardinal, digits, number
+from .numbers import MAX_CARDINAL_DIGITS, PHONE_KANA, cardinal, digits, number
 
 KEEP_OPEN = '\ue000'
 KEEP_CLOSE = '\ue001'
@@ -234,8 +234,18 @@ def _currency(m: re.Match) -> str:
     return keep(number(m.group(2)) + (m.group(3) or '') + _CURRENCY[m.group(1)])
 
 
+#: Digits per group when a long digit string (a code, more than MAX_CARDINAL_DIGITS) is
+#: read digit by digit: groups of four with a short pause between, as such codes are read
+#: aloud, so that segments are cut between groups and never inside a digit's reading.
+DIGIT_GROUP = 4
+
+
 def _number(m: re.Match) -> str:
-    reading = number(m.group(0))
+    text = m.group(0)
+    if text.isdigit() and len(text) > MAX_CARDINAL_DIGITS:
+        return '、'.join(keep(digits(text[i:i + DIGIT_GROUP]))
+                        for i in range(0, len(text), DIGIT_GROUP))
+    reading = number(text)
     if reading.startswith('千') and m.string[m.end():m.end() + 1] in ('万', '億', '兆'):
         reading = '一' + reading  # 1000万: イッセンマン
     return keep(reading)
