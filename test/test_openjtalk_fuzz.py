@@ -70,6 +70,12 @@ CASES = {
     'digits with unit': '1' * 300 + '%です。',
     'ssml': '<speak>' + 'え' * 600 + '<break time="200ms"/>' + 'ア' * 600 + '</speak>',
     'normal text': '本日の天気は晴れ、最高気温は25℃です。10:30に出発します。',
+    # Distinct kana with no dictionary word: MeCab joins them into one unknown word.
+    'archaic kana alternating': 'ヰヱ' * 172,
+    'archaic hiragana alternating': 'ゐゑ' * 200,
+    'archaic kana triple': 'ヰヱヴ' * 150,
+    'archaic kana blocks': ''.join(ch * 50 for ch in 'ヰヱ' * 4),
+    'archaic kana inside a sentence': '今日は' + 'ヰヱ' * 300 + 'です。',
 }
 
 # One worker takes the inputs in turn and reports each as it ends; when it dies on one (a

@@ -16,12 +16,18 @@ whole process with SIGSEGV instead of raising. Measured on lemon-pyopenjtalk-pre
   counting as one (``"あア" * 172`` and ``"ッっ" * 185`` crash as ``"ア" * 344`` does).
   Random kana, kanji, Latin letters, digits, ``ー``, combining marks and zero-width
   characters passed at 1,500 characters and more; runs of distinct kana do not crash.
+* **One unknown word of 344 kana** crashes the same way: MeCab joins a run of kana that
+  its dictionary has no word for into one unknown word, so distinct archaic kana that
+  alternate (``"ヰヱ" * 172``, ``"ゐゑ" * 200``) crash as one repeated kana does; kana with
+  dictionary words (``"アイ" * 300``) are cut into short words and pass.
 * **A NUL in a user-dictionary line** crashes MeCab's dictionary compiler
   (``mecab_dict_index``); :mod:`hayakoe_ros.text.userdict` refuses control characters.
 
-So every call is kept far below both limits: :func:`shorten_repeats` cuts a run of one
+So every call is kept far below these limits: :func:`shorten_repeats` cuts a run of one
 character to :data:`MAX_REPEAT` (the front end does it once per utterance, with a WARN),
-and :func:`pieces` splits a text into calls of at most :data:`MAX_CALL_BYTES`.
+:func:`pieces` splits a text into calls of at most :data:`MAX_CALL_BYTES` with no run of
+kana longer than :data:`MAX_KANA_RUN`, and the segmenter cuts such runs into segments no
+longer than that (:func:`hayakoe_ros.text.segment.whole_limit`).
 :func:`run_frontend` is the front end's only way into ``pyopenjtalk.run_frontend``.
 """
 
@@ -35,6 +41,13 @@ from typing import Optional
 #: call may hold: under a third of the 344 that crash, and far above anything in real
 #: text (a shout of ああああ, a code of 2s).
 MAX_REPEAT = 100
+
+#: Longest run of kana (hiragana, katakana, half width, their marks and ー) with nothing
+#: else in it that a call may hold: under a third of the 344 that crash as one unknown
+#: word; real text breaks such runs long before (punctuation, kanji, a space).
+MAX_KANA_RUN = 100
+
+_KANA_RUN_RE = re.compile('[ぁ-ゖゝゞァ-ヺーヽヾㇰ-ㇿｦ-ﾟ\u3099\u309a]{%d,}' % (MAX_KANA_RUN + 1))
 
 #: Most bytes of Open JTalk's full-width form (ASCII 3 bytes a character, UTF-8 otherwise)
 #: one call may take: half of text2mecab's 8192-byte buffer.
@@ -95,6 +108,30 @@ def shorten_repeats(text: str, limit: int = MAX_REPEAT) -> tuple:
     return ''.join(out), runs
 
 
+def break_kana_runs(text: str) -> tuple:
+    """Put a line break after every :data:`MAX_KANA_RUN` characters of a longer run of kana.
+
+    A line break ends a sentence for the segmenter and is not read, so no segment, and no
+    call, holds a run of kana that Open JTalk would take as one word too long for it.
+    Text without such runs (all real text) is returned unchanged.
+
+    Returns:
+        ``(text, n)``: the text and how many runs were broken.
+    """
+    found = list(_KANA_RUN_RE.finditer(text))
+    if not found:
+        return text, 0
+    out, pos = [], 0
+    for m in found:
+        out.append(text[pos:m.start()])
+        run = m.group(0)
+        out.append('\n'.join(run[i:i + MAX_KANA_RUN]
+                             for i in range(0, len(run), MAX_KANA_RUN)))
+        pos = m.end()
+    out.append(text[pos:])
+    return ''.join(out), len(found)
+
+
 def describe_runs(runs: list) -> str:
     """``600 x 'え'`` style summary of :func:`repeats` output, for a log line."""
     return ', '.join(f'{length} x {ch!r}' for _, length, ch in runs)
@@ -103,8 +140,9 @@ def describe_runs(runs: list) -> str:
 def pieces(text: str, max_bytes: int = MAX_CALL_BYTES, limit: int = MAX_REPEAT) -> list:
     """Split ``text`` into consecutive pieces that Open JTalk takes one call each.
 
-    Each piece has at most ``max_bytes`` (:func:`call_bytes`) and no run of one character
-    longer than ``limit``; ``''.join(pieces(t)) == t``. Text within the limits (every
+    Each piece has at most ``max_bytes`` (:func:`call_bytes`), no run of one character
+    longer than ``limit`` and no run of kana longer than :data:`MAX_KANA_RUN`;
+    ``''.join(pieces(t)) == t``. Text within the limits (every
     sentence of real text) is one piece. A long text is cut after the last sentence or
     clause mark or space in the second half of the allowance, else at the allowance.
 
@@ -115,6 +153,8 @@ def pieces(text: str, max_bytes: int = MAX_CALL_BYTES, limit: int = MAX_REPEAT) 
         raise ValueError('max_bytes must be >= 12 and limit >= 1')
     forced = {start + k for start, length, _ in repeats(text, limit)
               for k in range(limit, length, limit)}
+    forced |= {m.start() + k for m in _KANA_RUN_RE.finditer(text)
+               for k in range(MAX_KANA_RUN, m.end() - m.start(), MAX_KANA_RUN)}
     out, start, size, soft = [], 0, 0, None
     for i, ch in enumerate(text):
         width = call_bytes(ch)
@@ -154,6 +194,10 @@ def unsafe(text: str) -> Optional[str]:
     runs = repeats(text)
     if runs:
         return f'a run of one character longer than {MAX_REPEAT}: {describe_runs(runs)}'
+    kana = _KANA_RUN_RE.search(text)
+    if kana:
+        return (f'a run of {len(kana.group(0))} kana with nothing else in it (at most '
+                f'{MAX_KANA_RUN}: Open JTalk takes it as one word)')
     size = call_bytes(text)
     if size > MAX_CALL_BYTES:
         return f'{size} bytes in one call (at most {MAX_CALL_BYTES})'

@@ -63,6 +63,7 @@ def prepare(text: str, max_chars: int, max_segment_chars: int,
         pieces = [ssml.Piece(prepare_text(frontend.compat_normalize(text), max_chars))]
     segments: list = []
     shortened: list = []
+    broken = 0
     ramp = SegmentRamp(max_segment_chars, first_segment_morae)  # one per utterance
     for piece in pieces:
         body = strip_control(piece.text).strip()
@@ -75,7 +76,9 @@ def prepare(text: str, max_chars: int, max_segment_chars: int,
             continue
         # What no voice may be handed (Open JTalk would crash): cut here, once, with a WARN.
         normalized, runs = openjtalk_guard.shorten_repeats(frontend.normalize(body, latin))
+        normalized, kana_runs = openjtalk_guard.break_kana_runs(normalized)
         shortened.extend(runs)
+        broken += kana_runs
         segs = segment(normalized, max_segment_chars, ramp)
         if not segs:
             continue
@@ -93,6 +96,10 @@ def prepare(text: str, max_chars: int, max_segment_chars: int,
         _LOG.warning('shortened %s to %d each: Open JTalk crashes on longer runs of one '
                      'character (text %r)', openjtalk_guard.describe_runs(shortened),
                      openjtalk_guard.MAX_REPEAT, text[:40])
+    if broken:
+        _LOG.warning('cut %d run(s) of more than %d kana with nothing else in them into '
+                     'sentences: Open JTalk takes such a run as one word and crashes on '
+                     'longer ones (text %r)', broken, openjtalk_guard.MAX_KANA_RUN, text[:40])
     if not segments:
         raise InputError('nothing_speakable', f'nothing speakable in {text[:40]!r}')
     segments[-1] = dataclasses.replace(segments[-1], boundary=Boundary.END)

@@ -379,12 +379,14 @@ MAX_WHOLE_CHARS = 80
 
 
 def whole_limit(max_segment_chars: int) -> int:
-    """Longest word or reading kept in one segment: ``max(max_segment_chars, 80)``.
+    """Longest word or reading kept in one segment: ``max(max_segment_chars, 80)``, <= 100.
 
-    Anything longer (a digit string of hundreds of digits, a "word" of hundreds of letters
-    with nothing to cut at) is cut, so one engine call never grows with the input.
+    At most :data:`~hayakoe_ros.engines.openjtalk_guard.MAX_KANA_RUN`. Anything longer (a
+    "word" of hundreds of letters or of kana with nothing to cut at) is cut, so one engine
+    call never grows with the input, and never holds a run of kana that Open JTalk would
+    take as one word too long for it.
     """
-    return max(int(max_segment_chars), MAX_WHOLE_CHARS)
+    return min(max(int(max_segment_chars), MAX_WHOLE_CHARS), openjtalk_guard.MAX_KANA_RUN)
 
 
 def _cut_words(clause: str, ramp: SegmentRamp) -> list:
