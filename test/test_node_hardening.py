@@ -115,11 +115,24 @@ def test_services_and_diagnostics_answer_during_the_load_and_sigint_ends_it(
 
     from ros_utils import tiny_params
 
-    node = NodeProcess(tiny_params(tiny_model_root), wait_ready=False)
+    # Thirty phrases to preload make the load last seconds longer than discovery takes.
+    phrases = '|'.join(f'{i}番目の文です。' for i in range(30))
+    node = NodeProcess(tiny_params(tiny_model_root, phrase_cache_mb=8,
+                                   preload_phrases=phrases), wait_ready=False)
     try:
         get_state = ros_client.node.create_client(GetState, node.topic('tts_node/get_state'))
         assert get_state.wait_for_service(timeout_sec=30), node.log()
-        state = wait_future(get_state.call_async(GetState.Request()), 10).current_state.label
+        state = None
+        deadline = time.monotonic() + 30
+        while state is None and time.monotonic() < deadline:
+            # A request sent just as the service is discovered can go unanswered (its
+            # reply reader not matched yet): ask again, as a client would.
+            future = get_state.call_async(GetState.Request())
+            until = time.monotonic() + 2.0
+            while not future.done() and time.monotonic() < until:
+                time.sleep(0.02)
+            if future.done():
+                state = future.result().current_state.label
         assert state == 'configuring', (state, node.log())  # answered during the load
         status = ros_client.diagnostics(node)
         values = _values(status)

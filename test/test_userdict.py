@@ -55,6 +55,7 @@ def test_the_hayakoe_voice_reads_the_dictionary_too(dictionary, tiny_engine):
     ('本 日\tホンジツ', 'spaces'),
     ('a\tb\tc\td', '4 field(s)'),
     ('x\x00y\tエックス', 'U+0000'),
+    ('"abc\tエービーシー', 'double quote'),
     ('x\u200by\tエックス', 'U+200B'),
     ('長' * 101 + '\tナガ', 'surface has 101 characters; at most 100'),
     ('長\t' + 'ナ' * 101, 'reading has 101 characters'),

@@ -9,14 +9,14 @@ File format (UTF-8, one entry a line, fields separated by a TAB or a comma)::
     hayakoe	ハヤコエ	0
     天王洲アイル	テンノウズアイル	5
 
-``surface`` (no spaces, tabs, commas or control characters; at most :data:`MAX_FIELD_CHARS`
-characters), ``reading`` (katakana ァ-ヴ and ー only, at most :data:`MAX_FIELD_CHARS`) and an
-optional accent type (the mora after which the pitch falls; 0 = flat; at most the
-reading's mora count). Japanese entries go into Open JTalk's MeCab dictionary
-(``pyopenjtalk.mecab_dict_index`` + ``update_global_jtalk_with_user_dict``, as a proper
-noun), which both voices read through. A UTF-8 byte-order mark at the start of the file is
-ignored (Windows editors write one). Entries written in Latin letters are also replaced
-by their reading in the text itself (:meth:`UserDictionary.replace_latin`), because
+``surface`` (no spaces, tabs, commas, double quotes or control characters; at most
+:data:`MAX_FIELD_CHARS` characters), ``reading`` (katakana ァ-ヴ and ー only, at most
+:data:`MAX_FIELD_CHARS`) and an optional accent type (the mora after which the pitch falls;
+0 = flat; at most the reading's mora count). Japanese entries go into Open JTalk's MeCab
+dictionary (``pyopenjtalk.mecab_dict_index`` + ``update_global_jtalk_with_user_dict``, as a
+proper noun), which both voices read through. A UTF-8 byte-order mark at the start of the
+file is ignored (Windows editors write one). Entries written in Latin letters are also
+replaced by their reading in the text itself (:meth:`UserDictionary.replace_latin`), because
 hayakoe's normaliser turns English words into katakana before Open JTalk could see them.
 """
 
@@ -121,6 +121,8 @@ class UserDictionary:
             surface, reading = fields[0], fields[1]
             if not surface or re.search(r'\s', surface):
                 raise UserDictionaryError(f'{where}: empty surface or one with spaces')
+            if '"' in surface:  # MeCab's CSV quoting: the entry would compile, never match
+                raise UserDictionaryError(f'{where}: surface {surface!r} holds a double quote')
             bad = [ch for ch in surface if unicodedata.category(ch).startswith('C')]
             if bad:  # a NUL kills MeCab's dictionary compiler (SIGSEGV), others confuse it
                 raise UserDictionaryError(
