@@ -195,8 +195,7 @@ class Playout:
                         rate, self.device_rate, 1, dtype='float32', quality=RESAMPLE_QUALITY)
                 samples = self._resampler.resample_chunk(samples, last=False)
             with self._lock:
-                if tail is not None:
-                    self._append(max(self._end_frame, self._frame), tail)
+                self._append_tail(tail)
                 return self._place(samples, stamp, gap_s, contiguous, resampled, now,
                                    latency_s, clock_offset)
 
@@ -245,6 +244,11 @@ class Playout:
         self._append(start, samples)
         return late
 
+    def _append_tail(self, tail: Optional[np.ndarray]) -> None:
+        """Queue a resampled run's held-back tail right after the run (``_lock`` held)."""
+        if tail is not None:
+            self._append(max(self._end_frame, self._frame), tail)
+
     def _append(self, start: int, samples: np.ndarray) -> None:
         if samples.size:
             self._blocks.append([start, samples])
@@ -266,8 +270,7 @@ class Playout:
             tail = self._resampler_tail()
             self._run_open = False
             with self._lock:
-                if tail is not None:
-                    self._append(max(self._end_frame, self._frame), tail)
+                self._append_tail(tail)
 
     # ------------------------------------------------------------------ device side
     def render(self, out: np.ndarray, dac_time: float, now: float) -> None:
