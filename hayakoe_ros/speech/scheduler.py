@@ -33,9 +33,11 @@ Which thread calls each callback:
 Callbacks must return quickly; ``on_speaking`` must not call back into the scheduler.
 
 Lock order (a thread holding one may only take those after it):
-``_pub_lock`` -> ``_finish_lock`` -> ``_speaking_lock`` -> ``_cv``. ``sink``, ``on_chunk``
-and ``on_speaking(True)`` run under ``_pub_lock`` (so a cancel waits for a chunk being
-delivered); ``on_speaking`` runs under ``_speaking_lock``; ``on_done`` runs with no lock.
+``_pub_lock`` -> ``_finish_lock`` -> ``_speaking_lock`` -> the line's lock
+(:class:`.lineup.Lineup`, which owns the waiting and in-flight utterances) and ``_state``.
+``sink``, ``on_chunk`` and ``on_speaking(True)`` run under ``_pub_lock`` (so a cancel waits
+for a chunk being delivered); ``on_speaking`` runs under ``_speaking_lock``; ``on_done`` runs
+with no lock.
 
 Every wait is bounded: idle threads poll their queue every :data:`IDLE_POLL_S`; pacing
 waits end at a chunk's release time or at a cancel. If an internal thread dies of an
@@ -46,7 +48,6 @@ unexpected exception, every utterance held or waiting is aborted with the failur
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import itertools
 import logging
@@ -60,6 +61,7 @@ import numpy as np
 from ..engines.base import Engine, VoiceParams
 from .pacing import Waiter, event_wait
 from .gapless import RateEstimator
+from .lineup import IDLE_POLL_S, Lineup
 from .synthesis import EndOfUtterance, Pacing, synthesize_utterance
 from ..text.segment import InputError, Segment
 from .track import Track
@@ -67,14 +69,12 @@ from .utterance import (Attempt, AudioChunk, CancelReason, Outcome, QueueFullErr
                         SchedulerClosedError, SchedulerConfig, SchedulerFailedError,
                         Utterance)
 
-__all__ = ['AudioChunk', 'CancelReason', 'Outcome', 'QueueFullError', 'QueuePolicy',
-           'SchedulerClosedError', 'SchedulerConfig', 'SchedulerFailedError',
+__all__ = ['IDLE_POLL_S', 'AudioChunk', 'CancelReason', 'Outcome', 'QueueFullError',
+           'QueuePolicy', 'SchedulerClosedError', 'SchedulerConfig', 'SchedulerFailedError',
            'SpeechScheduler', 'Utterance']
 
 _LOG = logging.getLogger(__name__)
 
-#: How often an idle internal thread looks at its queue again (s, real time).
-IDLE_POLL_S = 0.2
 #: Poll period of a hand-over to a full playback queue (s, real time).
 _PUT_POLL_S = 0.05
 #: Hand-overs (segments, pauses) the synthesis thread may be ahead of the publisher: enough
@@ -113,9 +113,8 @@ class SpeechScheduler:
         self._waiter = waiter or event_wait
         self.config = (config or SchedulerConfig()).validated()
         self._ids = itertools.count(1)
-        self._cv = threading.Condition()
-        self._waiting: collections.deque = collections.deque()
-        self._in_flight: list = []  # synthesised or synthesising, not yet finished
+        self._line = Lineup()
+        self._state = threading.Lock()  # guards _alive and _after_stop
         self._pub_lock = threading.RLock()
         self._finish_lock = threading.Lock()
         self._speaking_lock = threading.Lock()
@@ -123,10 +122,9 @@ class SpeechScheduler:
         self._play_q: queue.Queue = queue.Queue(maxsize=PLAY_QUEUE_ITEMS)
         #: Real-time factor estimates per engine and voice (:mod:`.gapless`).
         self.rates = RateEstimator()
-        self._closing = False
         #: Why the scheduler stopped working (an internal thread died); None while healthy.
         self.failure: Optional[str] = None
-        self._alive = 2  # internal threads still running (guarded by _cv)
+        self._alive = 2  # internal threads still running
         self._after_stop: list = []  # callables run once both have ended
         self._threads = [
             threading.Thread(target=self._guarded, args=(self._synth_loop, 'synthesis'),
@@ -154,13 +152,7 @@ class SpeechScheduler:
         spoken: the synthesis thread runs ahead of playback, so an utterance leaves the
         waiting line long before it is heard.
         """
-        with self._cv:
-            return self._pending_locked()
-
-    def _pending_locked(self) -> int:
-        """Utterances behind the first unfinished one (``_cv`` held)."""
-        active = sum(1 for u in self._in_flight if not u.done)
-        return max(0, len(self._waiting) + active - 1)
+        return self._line.pending()
 
     def submit(self, segments: Sequence[Segment], voice: VoiceParams, *, text: str = '',
                volume: float = 1.0,
@@ -199,29 +191,7 @@ class SpeechScheduler:
         self._engine.check_voice(voice)
         utt = Utterance(next(self._ids), cleaned, segments, voice, float(volume),
                         self._clock(), on_done, on_chunk)
-        victim = None
-        with self._cv:
-            if self.failure is not None:
-                raise SchedulerFailedError(f'the speech scheduler failed: {self.failure}')
-            if self._closing:
-                raise SchedulerClosedError('the speech scheduler is shut down')
-            interrupt = cfg.queue_policy is QueuePolicy.INTERRUPT
-            busy = bool(self._waiting) or any(not u.done for u in self._in_flight)
-            pending = self._pending_locked()
-            if interrupt:  # the new utterance takes the place of the one it cancels
-                full = pending > cfg.max_queue
-            else:
-                full = busy and pending >= cfg.max_queue
-            if full:
-                raise QueueFullError(
-                    f'queue full: {pending} utterances waiting '
-                    f'(max_queue={cfg.max_queue}); nothing was dropped, try again later')
-            if interrupt:
-                victim = self._interrupt_locked()
-                self._waiting.appendleft(utt)
-            else:
-                self._waiting.append(utt)
-            self._cv.notify_all()
+        victim = self._line.admit(utt, cfg.queue_policy, cfg.max_queue, self._refusal)
         if victim is not None:
             self.cancel(victim, CancelReason.INTERRUPTED)
         return utt
@@ -244,9 +214,7 @@ class SpeechScheduler:
             if utt.done:
                 return False
             utt.halt()  # nothing more goes out; its engine call in flight is aborted
-        with self._cv:
-            if utt in self._waiting:
-                self._waiting.remove(utt)
+        self._line.remove(utt)
         return self._finish(utt, Outcome.CANCELED, reason.value, reason)
 
     def stop(self, reason: CancelReason = CancelReason.STOP) -> int:
@@ -258,10 +226,7 @@ class SpeechScheduler:
         Returns:
             Number of utterances canceled.
         """
-        with self._cv:
-            victims = list(self._waiting) + list(self._in_flight)
-            self._waiting.clear()
-        return sum(self.cancel(utt, reason) for utt in victims)
+        return sum(self.cancel(utt, reason) for utt in self._line.drain())
 
     def shutdown(self, timeout: float = 5.0) -> bool:
         """Refuse new utterances, cancel every one, stop both threads (up to ``timeout`` s).
@@ -274,14 +239,13 @@ class SpeechScheduler:
             (an engine call that cannot be aborted: Open JTalk, a CUDA kernel, g2p). Free
             the engine through :meth:`when_stopped` then, never under that call.
         """
-        with self._cv:
-            self._closing = True  # first: nothing submitted from here on can be missed
-            self._cv.notify_all()
-        self.stop(CancelReason.SHUTDOWN)
+        # Closing first: nothing submitted from here on can be missed.
+        for utt in self._line.close('shut down'):
+            self.cancel(utt, CancelReason.SHUTDOWN)
         try:
             self._play_q.put_nowait(_CLOSE)
         except queue.Full:
-            pass  # the publisher also sees _closing at its next poll
+            pass  # the publisher also sees the closed line at its next poll
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             if thread is not threading.current_thread():
@@ -296,7 +260,7 @@ class SpeechScheduler:
         engine that a synthesis call may still be using after :meth:`shutdown`. Exceptions
         from ``fn`` are logged, not raised.
         """
-        with self._cv:
+        with self._state:
             if self._alive:
                 self._after_stop.append(fn)
                 return
@@ -311,24 +275,11 @@ class SpeechScheduler:
                 _LOG.exception('clean-up after the speech scheduler stopped failed')
 
     # ------------------------------------------------------------------ internals
-    def _interrupt_locked(self) -> Optional[Utterance]:
-        """Pick the current utterance to cancel; put later in-flight ones back in line.
-
-        Utterances synthesised ahead but not yet spoken lose that work and wait behind the
-        new one. Returns the utterance to cancel (outside the lock), or None.
-        """
-        active = [u for u in self._in_flight if not u.done]
-        if not active:
-            return None
-        current, later = active[0], active[1:]
-        current._halt.set()  # the synthesis thread drops it at once
-        for utt in reversed(later):
-            # Drop what was synthesised for it and synthesise it again, as a new attempt:
-            # the synthesis thread may still be writing the old one.
-            utt.restart()
-            self._in_flight.remove(utt)
-            self._waiting.appendleft(utt)
-        return current
+    def _refusal(self) -> Optional[Exception]:
+        """Why a submit is refused now (called under the line's lock), or None."""
+        if self.failure is not None:
+            return SchedulerFailedError(f'the speech scheduler failed: {self.failure}')
+        return None
 
     def _finish(self, utt: Utterance, outcome: Outcome, error: str = '',
                 reason: Optional[CancelReason] = None) -> bool:
@@ -342,9 +293,7 @@ class SpeechScheduler:
             utt.error = error
             utt.cancel_reason = reason
             utt.finished_at = self._clock()
-            with self._cv:
-                if utt in self._in_flight:
-                    self._in_flight.remove(utt)
+            self._line.finished(utt)
             utt._done.set()
         self._set_speaking(False)
         if utt._on_done is not None:
@@ -359,10 +308,8 @@ class SpeechScheduler:
         with self._speaking_lock:
             if speaking == self._speaking:
                 return
-            if not speaking:
-                with self._cv:
-                    if self._waiting or any(not u.done for u in self._in_flight):
-                        return
+            if not speaking and self._line.busy():
+                return
             self._speaking = speaking
             try:
                 self._on_speaking(speaking)
@@ -377,7 +324,7 @@ class SpeechScheduler:
             _LOG.critical('speech scheduler %s thread died', name, exc_info=True)
             self._fail(f'the {name} thread died: {type(exc).__name__}: {exc}')
         finally:
-            with self._cv:
+            with self._state:
                 self._alive -= 1
                 fns, self._after_stop = (self._after_stop, []) if not self._alive \
                     else ([], self._after_stop)
@@ -385,20 +332,15 @@ class SpeechScheduler:
 
     def _fail(self, reason: str) -> None:
         """Stop serving: abort every utterance held or waiting; refuse new ones."""
-        with self._cv:
-            if self.failure is None:
-                self.failure = reason
-            self._closing = True
-            victims = list(self._waiting) + list(self._in_flight)
-            self._waiting.clear()
-            self._cv.notify_all()
-        for utt in victims:
+        if self.failure is None:
+            self.failure = reason  # before closing: a submit that gets in is drained below
+        for utt in self._line.close('failed'):
             self._finish(utt, Outcome.ABORTED, f'speech pipeline failed: {reason}')
 
     def _put(self, item, utt: Utterance, attempt: Attempt) -> bool:
         """Hand ``item`` to the publisher; False if the utterance was dropped meanwhile."""
         while True:
-            if utt.canceled or utt.attempt is not attempt or self._closing:
+            if utt.canceled or utt.attempt is not attempt or self._line.closed:
                 return False
             try:
                 self._play_q.put(item, timeout=_PUT_POLL_S)
@@ -409,14 +351,12 @@ class SpeechScheduler:
     # ------------------------------------------------------------------ synthesis thread
     def _synth_loop(self) -> None:
         while True:
-            with self._cv:
-                while not self._waiting and not self._closing:
-                    self._cv.wait(IDLE_POLL_S)
-                if self._closing:
-                    return
-                utt = self._waiting.popleft()
-                attempt = utt.attempt  # this thread's to write until it is done with it
-                self._in_flight.append(utt)
+            taken = self._line.take()
+            if taken is None:
+                return
+            # The attempt is this thread's to write until it is done with it; an
+            # interrupt that restarts the utterance gives the line a new one to hand out.
+            utt, attempt = taken
             cfg = self.config
             synthesize_utterance(self._engine, utt, attempt, cfg.volume * utt.volume,
                                  self._put, self._clock,
@@ -431,7 +371,7 @@ class SpeechScheduler:
                 item = self._play_q.get(timeout=IDLE_POLL_S)
             except queue.Empty:
                 item = None
-            if item is _CLOSE or self._closing:
+            if item is _CLOSE or self._line.closed:
                 return
             if item is None:
                 continue

@@ -1,0 +1,156 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""The scheduler's line of utterances: admission by queue policy, order, and closing.
+
+One :class:`Lineup` owns, under its own condition variable, the three things that the
+caller's thread (``submit``, ``cancel``, ``stop``), the synthesis thread (``take``) and the
+publisher thread (``finished``) all touch: the utterances waiting to be synthesised, those
+in flight (taken by the synthesis thread, not yet finished) and whether the line is closed.
+Every transition is a method here, so no other module reads or writes that state.
+
+An utterance moves ``waiting -> in flight -> gone`` (``take``, then ``finished``), or is
+removed while waiting (``remove``, a cancel), or goes back from in flight to the head of
+the line (an interrupt that restarts utterances synthesised ahead). ``close`` empties it
+for good: what it returns is every utterance that still needs an outcome.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from typing import Callable, List, Optional, Tuple
+
+from .utterance import (Attempt, QueueFullError, QueuePolicy, SchedulerClosedError,
+                        Utterance)
+
+#: How often an idle synthesis thread looks at the line again (s, real time): the bound
+#: on its wait, so a close is seen even if a notification is missed.
+IDLE_POLL_S = 0.2
+
+
+class Lineup:
+    """Utterances waiting and in flight, in speaking order (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._cv = threading.Condition()
+        self._waiting: collections.deque = collections.deque()
+        self._in_flight: List[Utterance] = []  # taken for synthesis, not yet finished
+        self._closed: Optional[str] = None  # why nothing more is admitted
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called (no lock: a bool read is atomic)."""
+        return self._closed is not None
+
+    def pending(self) -> int:
+        """Utterances behind the first unfinished one (waiting or synthesised ahead)."""
+        with self._cv:
+            return self._pending_locked()
+
+    def busy(self) -> bool:
+        """True while any utterance waits or is in flight unfinished."""
+        with self._cv:
+            return bool(self._waiting) or any(not u.done for u in self._in_flight)
+
+    def _pending_locked(self) -> int:
+        active = sum(1 for u in self._in_flight if not u.done)
+        return max(0, len(self._waiting) + active - 1)
+
+    def admit(self, utt: Utterance, policy: QueuePolicy, max_queue: int,
+              refuse: Callable[[], Optional[Exception]]) -> Optional[Utterance]:
+        """Put ``utt`` in line by ``policy``; return the utterance it interrupts, if any.
+
+        ``queue``: at the end, refused when ``max_queue`` already wait behind the one
+        speaking. ``interrupt``: at the head, in place of the speaking one (returned, for
+        the caller to cancel outside this lock); utterances synthesised ahead of it go
+        back in line behind the new one, restarted as new attempts (the synthesis thread
+        may still be writing the old ones).
+
+        Args:
+            utt: The new utterance.
+            policy: The scheduler's :class:`QueuePolicy` now.
+            max_queue: Utterances that may wait behind the one speaking.
+            refuse: Called under the lock; an exception it returns is raised (a failed
+                scheduler), so admission and failure cannot race.
+
+        Raises:
+            SchedulerClosedError: after :meth:`close`.
+            QueueFullError: the line is full; nothing was dropped.
+        """
+        with self._cv:
+            error = refuse()
+            if error is not None:
+                raise error
+            if self._closed is not None:
+                raise SchedulerClosedError(f'the speech scheduler is {self._closed}')
+            interrupt = policy is QueuePolicy.INTERRUPT
+            pending = self._pending_locked()
+            busy = bool(self._waiting) or any(not u.done for u in self._in_flight)
+            # An interrupting utterance takes the place of the one it cancels.
+            full = pending > max_queue if interrupt else (busy and pending >= max_queue)
+            if full:
+                raise QueueFullError(
+                    f'queue full: {pending} utterances waiting '
+                    f'(max_queue={max_queue}); nothing was dropped, try again later')
+            victim = self._interrupt_locked() if interrupt else None
+            if interrupt:
+                self._waiting.appendleft(utt)
+            else:
+                self._waiting.append(utt)
+            self._cv.notify_all()
+            return victim
+
+    def _interrupt_locked(self) -> Optional[Utterance]:
+        active = [u for u in self._in_flight if not u.done]
+        if not active:
+            return None
+        current, later = active[0], active[1:]
+        current.halt()  # the synthesis thread drops it at once
+        for utt in reversed(later):
+            utt.restart()
+            self._in_flight.remove(utt)
+            self._waiting.appendleft(utt)
+        return current
+
+    def take(self) -> Optional[Tuple[Utterance, Attempt]]:
+        """Next utterance to synthesise (moved in flight) and its attempt; None once closed.
+
+        The attempt is read under the lock, so an interrupt cannot restart the utterance
+        between the two: the synthesis thread writes that attempt only.
+        Blocks while the line is empty, waking at least every :data:`IDLE_POLL_S`.
+        """
+        with self._cv:
+            while not self._waiting and self._closed is None:
+                self._cv.wait(IDLE_POLL_S)
+            if self._closed is not None:
+                return None
+            utt = self._waiting.popleft()
+            self._in_flight.append(utt)
+            return utt, utt.attempt
+
+    def remove(self, utt: Utterance) -> None:
+        """Take ``utt`` out of the waiting line, if it is there (a cancel)."""
+        with self._cv:
+            if utt in self._waiting:
+                self._waiting.remove(utt)
+
+    def finished(self, utt: Utterance) -> None:
+        """Forget ``utt``: it has its outcome."""
+        with self._cv:
+            if utt in self._in_flight:
+                self._in_flight.remove(utt)
+
+    def drain(self) -> List[Utterance]:
+        """Empty the waiting line; return it and the utterances in flight (a stop)."""
+        with self._cv:
+            victims = list(self._waiting) + list(self._in_flight)
+            self._waiting.clear()
+            return victims
+
+    def close(self, why: str) -> List[Utterance]:
+        """Admit nothing more (``why``: 'shut down', 'failed'); return :meth:`drain`."""
+        with self._cv:
+            if self._closed is None:
+                self._closed = why
+            self._cv.notify_all()
+        return self.drain()
