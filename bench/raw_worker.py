@@ -212,10 +212,10 @@ class EngineWorker:
 
 
 def _durations(speaker, text: str, voice) -> tuple:
-    """``hayakoe_internals.predict_durations``; raise if the model has no duration predictor."""
-    from hayakoe_ros.engines import hayakoe_internals as hk
+    """``tools.hayakoe_probe.predict_durations``; raise if the model has no duration predictor."""
+    from tools import hayakoe_probe
 
-    out = hk.predict_durations(speaker, text, voice)
+    out = hayakoe_probe.predict_durations(speaker, text, voice)
     if out is None:
         raise RuntimeError('the model has no duration predictor (duration_predictor.onnx)')
     return out

@@ -96,13 +96,14 @@ def measure(engine) -> dict:
     from hayakoe.models.infer_onnx import get_text_onnx
 
     from hayakoe_ros.engines import hayakoe_internals as hk
+    from tools import hayakoe_probe
     from hayakoe_ros.speech import Outcome, SchedulerConfig, SpeechScheduler
     from tools.submit import submit_text
 
     out = {}
     hk.ensure_tokenizer(engine._tokenizer_dir)
     for name, text in PHONE_TEXTS.items():
-        out[f'phones/{name}'] = np.asarray(hk.phone_ids(engine.speaker, text), np.int64)
+        out[f'phones/{name}'] = np.asarray(hayakoe_probe.phone_ids(engine.speaker, text), np.int64)
     for name, text in BERT_TEXTS.items():
         out[f'bert/{name}'] = np.asarray(
             get_text_onnx(text, engine.speaker._hps, engine.speaker._bert_session)[0])

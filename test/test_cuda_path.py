@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from hayakoe_ros.engines import EngineLoadError, VoiceParams, create_engine
-from hayakoe_ros.engines import hayakoe_internals as hk
+from tools import hayakoe_probe
 
 pytestmark = pytest.mark.unit
 
@@ -34,6 +34,9 @@ def pytorch_speaker():
                       backend='pytorch')
     yield speaker
     unload_hayakoe_globals()
+    # Leave a tokenizer loaded, as found: later tests run hayakoe's g2p without an engine
+    # of their own, and with none loaded hayakoe would try to fetch one from the Hub.
+    bert_models.load_tokenizer(str(root / 'bert' / 'tokenizer'))
 
 
 def test_cuda_device_without_a_gpu_is_a_clear_load_error(tiny_model_root):
@@ -48,16 +51,16 @@ def test_cuda_device_without_a_gpu_is_a_clear_load_error(tiny_model_root):
 def test_pytorch_backend_synthesises_and_predicts_durations(pytorch_speaker, det_voice,
                                                              tiny_engine):
     text = 'こんにちは。今日はいい天気ですね。'
-    audio = hk.synthesize_float(pytorch_speaker, 'こんにちは。', det_voice)
+    audio = hayakoe_probe.synthesize_float(pytorch_speaker, 'こんにちは。', det_voice)
     assert audio.dtype == np.float32 and audio.size > 0.2 * 44100
     assert np.all(np.isfinite(audio)) and np.max(np.abs(audio)) > 0.01
-    ids, frames = hk.predict_durations(pytorch_speaker, text, det_voice)
+    ids, frames = hayakoe_probe.predict_durations(pytorch_speaker, text, det_voice)
     assert len(ids) == len(frames) and np.all(frames >= 0)
-    onnx_ids, onnx_frames = hk.predict_durations(tiny_engine.speaker, text, det_voice)
+    onnx_ids, onnx_frames = hayakoe_probe.predict_durations(tiny_engine.speaker, text, det_voice)
     assert ids == onnx_ids
     # fp32 BERT (PyTorch) vs INT8 BERT (ONNX): the same model, durations within a frame or
     # two per phoneme.
     assert np.mean(np.abs(np.asarray(frames) - onnx_frames)) < 1.0
-    slow = hk.predict_durations(pytorch_speaker, text,
+    slow = hayakoe_probe.predict_durations(pytorch_speaker, text,
                                 VoiceParams(**{**det_voice.__dict__, 'length_scale': 2.0}))
     assert slow[1].sum() > 1.8 * frames.sum()

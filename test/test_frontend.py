@@ -243,11 +243,11 @@ def test_hayakoe_reads_the_front_end_output_the_same(tiny_engine):
     """What the node passes to hayakoe reads the same after hayakoe's own normaliser."""
     import pyopenjtalk
 
-    from hayakoe_ros.engines import hayakoe_internals
+    from tools import hayakoe_probe
 
     for text, _ in READINGS:
         for seg in prepare(text, 2000, 60)[1]:
-            normalized, phones = hayakoe_internals.front_end(seg.text)
+            normalized, phones = hayakoe_probe.front_end(seg.text)
             # Open JTalk marks devoiced vowels in capitals (U, I); hayakoe does not.
             ours = [p if p == 'N' else p.lower() for p in pyopenjtalk.g2p(seg.text).split()
                     if p not in ('pau', 'sil')]

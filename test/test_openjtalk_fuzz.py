@@ -89,6 +89,7 @@ _WORKER = textwrap.dedent("""
     from hayakoe_ros.engines.base import NothingToSpeakError, VoiceParams
     from hayakoe_ros.engines.openjtalk_engine import OpenJTalkEngine
     from hayakoe_ros.text import pipeline
+    from tools import hayakoe_probe
 
     hayakoe_internals.ensure_tokenizer(sys.argv[2])
     engine = OpenJTalkEngine()
@@ -110,7 +111,7 @@ _WORKER = textwrap.dedent("""
             except NothingToSpeakError:  # skipped by the scheduler as well
                 pass
         for s in segments:
-            hayakoe_internals.front_end(s.text)
+            hayakoe_probe.front_end(s.text)
         print('DONE ' + json.dumps({
             'segments': len(segments), 'longest': max(len(s.text) for s in segments),
             'unsafe': bad, 'reading': len(reading), 'samples': samples}), flush=True)

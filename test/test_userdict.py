@@ -36,14 +36,14 @@ def test_a_good_file_changes_the_reading(dictionary):
 
 def test_the_hayakoe_voice_reads_the_dictionary_too(dictionary, tiny_engine):
     """Hayakoe's own g2p (through pyopenjtalk) gives the dictionary's phonemes."""
-    from hayakoe_ros.engines import hayakoe_internals
+    from tools import hayakoe_probe
 
     userdict.apply(UserDictionary.load(str(dictionary)))
     for seg in prepare('本日はhayakoeです', 2000, 60)[1]:
-        _, phones = hayakoe_internals.front_end(seg.text)
+        _, phones = hayakoe_probe.front_end(seg.text)
         assert re.match('kyo[ou]wahayakoe', ''.join(phones)), phones
     userdict.apply(None)
-    _, phones = hayakoe_internals.front_end('本日')
+    _, phones = hayakoe_probe.front_end('本日')
     assert ''.join(phones).startswith('hoNjitsu'), phones
 
 

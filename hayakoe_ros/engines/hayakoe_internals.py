@@ -191,7 +191,8 @@ def cache_dir(tts) -> str:
     return os.fspath(tts._cache_dir)
 
 
-def _params(voice: VoiceParams):
+def synthesis_params(voice: VoiceParams):
+    """The ``_SynthesisParams`` of hayakoe for ``voice``, as ``generate()`` builds them."""
     from hayakoe.api.speaker import _SynthesisParams
 
     return _SynthesisParams(
@@ -199,17 +200,6 @@ def _params(voice: VoiceParams):
         sdp_ratio=voice.sdp_ratio, noise=voice.noise, noise_w=voice.noise_w,
         pitch_scale=voice.pitch_scale, intonation_scale=voice.intonation_scale,
         style_weight=voice.style_weight)
-
-
-def synthesize_float(speaker, text: str, voice: VoiceParams) -> np.ndarray:
-    """Raw model output for one segment: float32 ``(samples,)``, not peak-normalised.
-
-    Same computation as ``Speaker.generate()`` for a single sentence, minus its
-    ``_to_pcm`` peak normalisation. Holds the speaker's own lock like ``generate()``.
-    """
-    with speaker._gen_lock:
-        audio, _ = speaker._synthesize_one(text, _params(voice))
-    return np.asarray(audio, dtype=np.float32).reshape(-1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -250,13 +240,13 @@ def synthesize_features(speaker, features: SegmentFeatures, voice: VoiceParams
                         ) -> np.ndarray:
     """Synthesise a segment from its :class:`SegmentFeatures`: float32 ``(samples,)``.
 
-    Same computation as :func:`synthesize_float` (``Speaker._synthesize_one_with_features``,
+    Same computation as ``Speaker._synthesize_one`` (here ``_synthesize_one_with_features``,
     hayakoe's multi-sentence path), without computing BERT again.
     """
     style_vec = speaker._get_style_vector(voice.style, voice.style_weight)
     with speaker._gen_lock:
         audio, _ = speaker._synthesize_one_with_features(
-            features.nlp, features.bert, style_vec, _params(voice))
+            features.nlp, features.bert, style_vec, synthesis_params(voice))
     return np.asarray(audio, dtype=np.float32).reshape(-1)
 
 
@@ -289,10 +279,10 @@ def pair_durations(speaker, left: SegmentFeatures, right: SegmentFeatures,
         import torch
 
         bert = torch.cat([left.bert[:, :-2], right.bert[:, 3:]], dim=1)
-    return _run_duration_predictor(speaker, ids, tones, langs, bert, voice)
+    return run_duration_predictor(speaker, ids, tones, langs, bert, voice)
 
 
-def _run_duration_predictor(speaker, ids: list, tones: list, langs: list, bert,
+def run_duration_predictor(speaker, ids: list, tones: list, langs: list, bert,
                             voice: VoiceParams) -> Optional[tuple[list, np.ndarray]]:
     """Text encoder + duration predictor (no decoder) on one phoneme sequence.
 
@@ -333,28 +323,6 @@ def _run_duration_predictor(speaker, ids: list, tones: list, langs: list, bert,
             noise_scale_w=voice.noise_w,
         ).cpu().numpy()
     return list(ids), np.asarray(frames, dtype=np.float64).reshape(-1)
-
-
-def phone_ids(speaker, text: str) -> list:
-    """Phoneme id sequence (with interspersed blanks) hayakoe feeds the model for ``text``."""
-    from hayakoe.models.text_preprocess import prepare_phone_sequences
-
-    return list(prepare_phone_sequences(text, speaker._hps)[1])
-
-
-def predict_durations(speaker, text: str, voice: VoiceParams
-                      ) -> Optional[tuple[list, np.ndarray]]:
-    """Run the text encoder and duration predictor only (no decoder) on ``text``.
-
-    Returns:
-        ``(phone_ids, frames)``: phoneme ids and predicted frames per phoneme (float array of
-        the same length; one frame = ``hop_length`` samples), or ``None`` when the model has
-        no duration predictor (an ONNX export without ``duration_predictor.onnx``).
-    """
-    feats = segment_features(speaker, text)
-    _, ids, tones, langs, _ = feats.nlp
-    return _run_duration_predictor(speaker, list(ids), list(tones), list(langs), feats.bert,
-                                   voice)
 
 
 def punctuation_ids() -> frozenset:
@@ -416,20 +384,3 @@ def unload_globals() -> None:
     bert_models.unload_tokenizer()
     if bert_models.is_model_loaded():
         bert_models.unload_model()
-
-
-def front_end(text: str) -> tuple:
-    """Hayakoe's own text front end on ``text``, as ``Speaker`` runs it before the model.
-
-    Returns:
-        ``(normalized, phones)``: hayakoe's ``normalize_text`` output (str) and the
-        phonemes its ``g2p`` gives for it (list of str, punctuation marks included, the
-        ``_`` padding removed). Used to check that the node's front end output reads the
-        same after hayakoe's normaliser as on the Open JTalk voice.
-    """
-    from hayakoe.nlp.japanese.g2p import g2p
-    from hayakoe.nlp.japanese.normalizer import normalize_text
-
-    normalized = normalize_text(text)
-    phones, _, _ = g2p(normalized)
-    return normalized, [p for p in phones if p != '_']
