@@ -47,7 +47,8 @@ from .node.engine_loader import EngineLoader
 from .node.messages import StampClock, chunk_to_msg
 from .node.restarts import RunRecord
 from .node.status import publish_status
-from .node.runner import RESULT_FLUSH_S, run
+from .node.executor_wait import caught_up
+from .node.runner import GOALS_END_TIMEOUT_S, RESULT_FLUSH_TIMEOUT_S, run
 from .node.parameters import (PARAMETERS, SCHEDULER_PARAMETERS, VOICE_PARAMETERS, Apply,
                               declare_all, parameter_table, scheduler_config, voice_params)
 from .node.say_action import SERVICE_DEPTH, SayActionServer
@@ -242,6 +243,11 @@ class TTSNode(LifecycleNode):
         """Number of ``say`` goals whose execute callback has not returned yet."""
         return self._say.goals_running if self._say is not None else 0
 
+    @staticmethod
+    def wait_released(timeout: float) -> bool:
+        """Nothing outlives a transition here: teardown ends what it starts (runner)."""
+        return True
+
     def prepare_shutdown(self) -> None:
         """Stop accepting speech; cancel what speaks and waits (goals get results)."""
         self._active = False
@@ -273,11 +279,11 @@ class TTSNode(LifecycleNode):
         if self._say is not None:
             # Goals end as their coroutines resume on other executor threads; their
             # results are sent by executor tasks queued when each coroutine returns.
-            deadline = time.monotonic() + 3.0
-            while self._say.goals_running and time.monotonic() < deadline:
-                time.sleep(0.02)
-            if had_goals:
-                time.sleep(RESULT_FLUSH_S)
+            if not self._say.wait_idle(GOALS_END_TIMEOUT_S):
+                self.get_logger().warning('a say goal did not end in time; its result may '
+                                          'be lost')
+            if had_goals and not caught_up(self.executor, RESULT_FLUSH_TIMEOUT_S):
+                self.get_logger().warning('goal results may not all have gone out')
             self._say.destroy()
             self._say = None
         for srv in (self._stop_srv,):

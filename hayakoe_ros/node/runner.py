@@ -12,8 +12,9 @@ signal handlers would shut the context down first, leaving clients without resul
 The lifecycle shutdown transition, requested as a service call, ends the process too.
 
 The node must offer: ``finalized`` (a :class:`threading.Event` set by ``on_shutdown``),
-``prepare_shutdown()`` (stop working, answer every running goal), ``goals_running()``
-and ``lifecycle_label``.
+``prepare_shutdown()`` (stop working, answer every running goal), ``goals_running()``,
+``wait_released(timeout) -> bool`` (work its transitions left running, e.g. a player's
+play-out, has ended) and ``lifecycle_label``.
 """
 
 from __future__ import annotations
@@ -32,18 +33,19 @@ from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.signals import SignalHandlerOptions
 
-#: Time given to goal results and service responses to go out before an action server or
-#: the process goes away (s).
-RESULT_FLUSH_S = 0.5
+from .executor_wait import caught_up
+
+#: Longest wait for goal results and service responses to go out before an action server
+#: or the process goes away (s); the wait ends as soon as they have
+#: (:func:`.executor_wait.caught_up`).
+RESULT_FLUSH_TIMEOUT_S = 2.0
 
 #: Longest wait for running goals to end at shutdown (s).
 GOALS_END_TIMEOUT_S = 3.0
 
-
-def _spin_for(executor, seconds: float) -> None:
-    until = time.monotonic() + seconds
-    while rclpy.ok() and time.monotonic() < until:
-        executor.spin_once(timeout_sec=0.05)
+#: Longest wait for a node's released resources at exit (s): a player's play-out is
+#: bounded by its own 10 s drain limit.
+RELEASE_TIMEOUT_S = 12.0
 
 
 def _bring_up(node, failed: threading.Event, stop: threading.Event) -> None:
@@ -111,10 +113,12 @@ def run(factory: Callable, args=None, num_threads: int = 4) -> int:
             while node.goals_running() and time.monotonic() < deadline:
                 executor.spin_once(timeout_sec=0.05)
             # Results go out in executor tasks queued when each execute callback returns.
-            _spin_for(executor, RESULT_FLUSH_S)
+            caught_up(executor, RESULT_FLUSH_TIMEOUT_S, spin=True)
             node.trigger_shutdown()
         else:  # the shutdown transition came as a service call: let its response go out
-            _spin_for(executor, RESULT_FLUSH_S)
+            caught_up(executor, RESULT_FLUSH_TIMEOUT_S, spin=True)
+        if not node.wait_released(RELEASE_TIMEOUT_S):
+            node.get_logger().warning('exiting before released resources were done')
     except ExternalShutdownException:
         pass
     finally:

@@ -43,6 +43,8 @@ SERVICE_DEPTH = MAX_QUEUE_LIMIT + 16
 #: How long a canceled goal waits for the server to mark it CANCELING (s); the server
 #: does that right after the cancel callback returns.
 CANCEL_STATE_TIMEOUT_S = 2.0
+#: How often it looks (s): the transition is microseconds away, so one look usually ends it.
+CANCEL_STATE_POLL_S = 0.002
 
 
 def language_error(code: str) -> Optional[str]:
@@ -64,12 +66,6 @@ def goal_error(goal: TTS.Goal) -> Optional[str]:
             return f'{field} {value} is out of range [{low}, {high}]'
     return None
 
-
-class _YieldOnce:
-    """Awaitable that suspends a coroutine task once (resumed at the next executor wake)."""
-
-    def __await__(self):
-        yield
 
 
 @dataclasses.dataclass
@@ -103,7 +99,8 @@ class SayActionServer:
         self._speak = speak
         self._cancel = cancel
         self._feedback = feedback
-        self._lock = threading.Lock()
+        self._group = callback_group
+        self._lock = threading.Condition()  # notified when a goal leaves the table
         self._goals: dict = {}
         burst = QoSProfile(depth=SERVICE_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
         self._server = ActionServer(
@@ -120,6 +117,11 @@ class SayActionServer:
         """Goals accepted whose execute callback has not returned."""
         with self._lock:
             return len(self._goals)
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until no execute callback runs (s); False if some still do at the timeout."""
+        with self._lock:
+            return self._lock.wait_for(lambda: not self._goals, timeout)
 
     def destroy(self) -> None:
         """Destroy the action server (call once no goal is running, or they are lost)."""
@@ -153,6 +155,20 @@ class SayActionServer:
             return CancelResponse.REJECT
         return CancelResponse.ACCEPT
 
+    def _after(self, seconds: float) -> Future:
+        """A future completed by a one-shot timer ``seconds`` from now (node clock)."""
+        done = Future()
+        timer = None
+
+        def fire() -> None:
+            timer.cancel()
+            self._node.destroy_timer(timer)
+            if not done.done():
+                done.set_result(None)
+
+        timer = self._node.create_timer(seconds, fire, callback_group=self._group)
+        return done
+
     def _wake(self) -> None:
         executor = self._node.executor
         if executor is not None:
@@ -179,6 +195,7 @@ class SayActionServer:
         finally:
             with self._lock:
                 self._goals.pop(key, None)
+                self._lock.notify_all()
 
     async def _run(self, goal_handle, record: _Goal) -> TTS.Result:
         error = goal_error(goal_handle.request)
@@ -211,12 +228,13 @@ class SayActionServer:
         return TTS.Result(text=f'error: {utt.error}')
 
     async def _end_canceled(self, goal_handle) -> TTS.Result:
-        # The server moves the goal to CANCELING right after the cancel callback returns;
-        # this coroutine may resume a moment before that.
+        # The server moves the goal to CANCELING right after the cancel callback returns,
+        # in the cancel request's task; this coroutine may resume a moment before that.
+        # rclpy has no event for the transition: look again every CANCEL_STATE_POLL_S on
+        # a one-shot timer, holding no executor thread in between.
         deadline = time.monotonic() + CANCEL_STATE_TIMEOUT_S
         while not goal_handle.is_cancel_requested and time.monotonic() < deadline:
-            self._wake()
-            await _YieldOnce()
+            await self._after(CANCEL_STATE_POLL_S)
         if goal_handle.is_cancel_requested:
             goal_handle.canceled()
         else:
