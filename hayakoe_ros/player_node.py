@@ -118,6 +118,7 @@ class PlayerNode(LifecycleNode):
         super().__init__(node_name, **kwargs)
         self._active = False
         self._player: Optional[Player] = None
+        self._releasing: list = []  # players released, still playing out their queue
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._errors = declare_specs(self, PLAYER_PARAMETERS)  # reported by on_configure
         self._sub: Optional[Subscription] = None
@@ -170,6 +171,9 @@ class PlayerNode(LifecycleNode):
         config = PlayerConfig(device=self._p('device'), latency_s=self._p('latency'),
                               device_rate=self._p('device_rate'), volume=self._p('volume'),
                               buffer_s=self._p('buffer'), max_ahead_s=self._p('max_ahead_s'))
+        # A stream still playing out from before a cleanup ends first (bounded): some
+        # devices (ALSA hw) take one stream at a time.
+        self.wait_released(DRAIN_TIMEOUT_S)
         try:
             self._player = Player(config)
         except DeviceError as exc:
@@ -219,22 +223,29 @@ class PlayerNode(LifecycleNode):
             f'qos_overrides.{topic}.subscription.reliability:=best_effort')
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Stop listening, play out what was received (bounded), close the device."""
+        """Stop listening; what was received plays out (bounded), then the device closes.
+
+        Returns at once: the play-out runs in the player's own thread, so the node's
+        services and diagnostics go on answering (the node has one executor thread).
+        """
         self._stop_listening()
         self._state_label = 'inactive'
         return super().on_deactivate(state)
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Release the device."""
+        """Release the device (after what it holds has played, as for deactivate)."""
         self._stop_listening()
-        self._player = None
+        self._release_player()
         self._state_label = 'unconfigured'
         return TransitionCallbackReturn.SUCCESS
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Play out what was received (bounded), release the device; the process exits."""
+        """Play out what was received (bounded), release the device; the process exits.
+
+        The runner waits for the play-out (:meth:`wait_released`) before the process ends.
+        """
         self._stop_listening()
-        self._player = None
+        self._release_player()
         self._state_label = 'finalized'
         self.finalized.set()
         return TransitionCallbackReturn.SUCCESS
@@ -242,7 +253,7 @@ class PlayerNode(LifecycleNode):
     def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Release the device; back to unconfigured."""
         self._stop_listening()
-        self._player = None
+        self._release_player()
         self._state_label = 'unconfigured'
         return TransitionCallbackReturn.SUCCESS
 
@@ -252,7 +263,21 @@ class PlayerNode(LifecycleNode):
             self.destroy_subscription(self._sub)
             self._sub = None
         if self._player is not None:
-            self._player.close(drain_timeout=DRAIN_TIMEOUT_S)
+            self._player.close_when_played(DRAIN_TIMEOUT_S)
+
+    def _release_player(self) -> None:
+        if self._player is not None:
+            self._releasing.append(self._player)
+        self._player = None
+
+    def wait_released(self, timeout: float) -> bool:
+        """Wait (at most ``timeout`` s) for released players to finish playing out."""
+        deadline = time.monotonic() + timeout
+        while self._releasing:
+            if not self._releasing[0].wait_closed(deadline - time.monotonic()):
+                return False
+            self._releasing.pop(0)
+        return True
 
     @property
     def lifecycle_label(self) -> str:

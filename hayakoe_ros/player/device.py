@@ -82,6 +82,8 @@ class Player:
         self.device_name = ''
         self.xruns = 0
         self._base = PlayoutStats()  # counters of streams closed since reset_stats()
+        self._submitted = 0  # chunks submitted, ever: a pending close sees new audio
+        self._closer: Optional[threading.Thread] = None
         self._device = self._resolve(config.device)
 
     # ------------------------------------------------------------------ device choice
@@ -169,6 +171,7 @@ class Player:
             DeviceError: the device cannot be opened.
         """
         with self._lock:
+            self._submitted += 1
             playout = self._playout
             if playout is None or (rate != playout.device_rate
                                    and playout.silent(self._clock())
@@ -180,18 +183,51 @@ class Player:
                                 clock_offset)
 
     def drain(self, timeout: float) -> bool:
-        """Wait (at most ``timeout`` s) until everything queued has been played."""
+        """Wait (at most ``timeout`` s) until everything queued has been played.
+
+        Two waits: for the device callback to render the last block (an event it sets),
+        then for the time that block takes to come out of the device's buffer
+        (``audible_until``, from the callback's DAC time). Returns False at the timeout.
+        """
         deadline = self._clock() + timeout
         with self._lock:
             playout = self._playout
         if playout is None:
             return True
         playout.flush_idle(self._clock(), -1.0)
-        while not playout.silent(self._clock()):  # queued, or still in the DAC's buffer
-            if self._clock() > deadline:
-                return False
-            time.sleep(0.01)
-        return True
+        if not playout.wait_rendered(deadline - self._clock()):
+            return False
+        left = min(playout.audible_until, deadline) - self._clock()
+        if left > 0:
+            threading.Event().wait(left)  # a known instant: the last sample is heard
+        return playout.silent(self._clock())
+
+    def close_when_played(self, timeout: float) -> None:
+        """Close the stream once what is queued has played (at most ``timeout`` s).
+
+        Returns at once: a thread waits (:meth:`drain`) and closes, so the caller's thread
+        (a node's only executor thread) goes on serving. A chunk submitted meanwhile (the
+        node active again) keeps the stream open. :meth:`wait_closed` joins that thread.
+        """
+        with self._lock:
+            mark = self._submitted
+
+        def close_after() -> None:
+            self.drain(timeout)
+            with self._lock:
+                if self._submitted == mark:
+                    self._close()
+
+        self._closer = threading.Thread(target=close_after, name='player-drain', daemon=True)
+        self._closer.start()
+
+    def wait_closed(self, timeout: float) -> bool:
+        """Join the thread of :meth:`close_when_played` (s); False if it still runs."""
+        closer = self._closer
+        if closer is None:
+            return True
+        closer.join(max(0.0, timeout))
+        return not closer.is_alive()
 
     def close(self, drain_timeout: float = 0.0) -> None:
         """Play what is queued (up to ``drain_timeout`` s), then close the stream."""

@@ -130,6 +130,10 @@ class Playout:
         self._prev_rate = 0
         self._resampler: Optional['soxr.ResampleStream'] = None
         self._last_push = 0.0
+        # Set while no block is queued: what a drain waits on. Set and cleared under _lock;
+        # the device callback only sets it (Event.set takes an uncontended lock briefly).
+        self._empty = threading.Event()
+        self._empty.set()
         #: Monotonic time (s) at which the last audio rendered so far will have been heard.
         self.audible_until = 0.0
         #: Headroom of the last chunk pushed (s): from its arrival to the device's render
@@ -253,6 +257,7 @@ class Playout:
         if samples.size:
             self._blocks.append([start, samples])
             self._end_frame = start + samples.size
+            self._empty.clear()
 
     def _resampler_tail(self) -> Optional[np.ndarray]:
         """End the resampled run: the resampler's held-back tail, or None (producer lock)."""
@@ -301,6 +306,8 @@ class Playout:
                     self._blocks.popleft()
                 else:
                     break
+            if not self._blocks:
+                self._empty.set()
             self._frame = end
             volume = self.volume
         if volume != 1.0:
@@ -318,6 +325,14 @@ class Playout:
             pending = self._resampler is not None
             return max(0.0, (self._end_frame - self._frame) / self.device_rate) + (
                 0.02 if pending else 0.0)
+
+    def wait_rendered(self, timeout: float) -> bool:
+        """Wait (at most ``timeout`` s) until no queued block is left to render.
+
+        Woken by the device callback as it takes the last block; call :meth:`flush_idle`
+        first so the resampler's tail is queued. Returns False at the timeout.
+        """
+        return self._empty.wait(max(0.0, timeout))
 
     def silent(self, now: float) -> bool:
         """True when nothing is queued and everything rendered has been heard by ``now``."""
