@@ -378,3 +378,46 @@ def test_a_best_effort_publisher_is_reported_not_silently_ignored(pulse, ros_cli
     finally:
         ros_client.node.destroy_publisher(pub)
         player.stop()
+
+
+def test_deactivate_answers_at_once_and_the_audio_still_plays_out(pulse, ros_client):
+    """Deactivate answers while queued audio still plays, and all of it is heard.
+
+    4 s of audio arrive at once; the node's only executor thread is not held by the
+    play-out, so the transition and the diagnostics answer in the meantime.
+    """
+    from lifecycle_msgs.msg import Transition
+    from ros_utils import change_state, new_namespace
+
+    ns = new_namespace()
+    player = start_player(pulse, ns)
+    pub = ros_client.node.create_publisher(AudioStamped, f'{ns}/audio', 100)
+    try:
+        wait_until_matched(player)
+        recording = pulse.record()
+        samples = noise_utterance(SINK_RATE, 4.0, 5)
+        chunks = publish_stamped(pub, samples, ros_client.node.get_clock().now().nanoseconds)
+        assert player_diagnostics(ros_client, player, chunks).get('chunks') == str(chunks)
+        assert change_state(ros_client, player, Transition.TRANSITION_DEACTIVATE)
+        recorded_at_answer = recording.path.stat().st_size // 2
+        # Still serving while it plays: its diagnostics come in the meantime.
+        values = {kv.key: kv.value for kv in ros_client.diagnostics(player).values}
+        assert values.get('chunks') == str(chunks), values
+        ref = samples / 32768.0
+        deadline = time.monotonic() + 30
+        while (recording.path.stat().st_size // 2 < recorded_at_answer + ref.size
+               and time.monotonic() < deadline):
+            time.sleep(0.1)  # the recorder writes as the sink plays
+        heard = recording.stop()
+        lag = best_lag(heard, ref)
+        # The transition answered with at least a second of the audio still to play.
+        assert recorded_at_answer < lag + ref.size - SINK_RATE, (recorded_at_answer, lag)
+        got = heard[lag:lag + ref.size]
+        assert got.size == ref.size, 'the end is missing'
+        tail = slice(ref.size - 4096, ref.size)
+        corr = np.dot(got[tail], ref[tail]) / np.sqrt(np.dot(got[tail], got[tail]) *
+                                                      np.dot(ref[tail], ref[tail]))
+        assert corr > 0.99, corr
+    finally:
+        ros_client.node.destroy_publisher(pub)
+        player.stop()
