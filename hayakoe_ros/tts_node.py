@@ -29,6 +29,7 @@ from typing import Optional
 from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.publisher import Publisher
@@ -178,7 +179,8 @@ class TTSNode(LifecycleNode):
                              durability=DurabilityPolicy.VOLATILE)
             self._audio_pub = self.create_publisher(
                 AudioStamped, 'audio', qos,
-                qos_overriding_options=QoSOverridingOptions.with_default_policies())
+                qos_overriding_options=QoSOverridingOptions.with_default_policies(),
+                event_callbacks=PublisherEventCallbacks(matched=self._on_audio_matched))
             self._say = SayActionServer(self, self._speak_goal, self._cancel,
                                         self._message, self._p('qos_depth'), self._group)
             self._stop_srv = self.create_service(Trigger, 'stop', self._on_stop,
@@ -192,6 +194,14 @@ class TTSNode(LifecycleNode):
             return TransitionCallbackReturn.FAILURE
         self._state_label = 'inactive'
         return TransitionCallbackReturn.SUCCESS
+
+    def _on_audio_matched(self, info) -> None:
+        # A subscriber that has not matched yet misses what is published (volatile): the
+        # log says when a player (or a test) starts receiving.
+        what = 'a subscriber matched' if info.current_count_change > 0 else 'a subscriber left'
+        pub = self._audio_pub  # None once torn down
+        topic = pub.topic_name if pub is not None else 'audio'
+        self.get_logger().info(f'{topic}: {what} ({info.current_count} now)')
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Start serving the text topic and ``say`` goals."""

@@ -46,6 +46,7 @@ class Client:
     def __init__(self, name: str = 'test_client') -> None:
         self.node = Node(name)
         self._action_clients: dict = {}
+        self._match_marks: dict = {}  # topic -> (node process, its log length)
         self.executor = MultiThreadedExecutor(num_threads=4)
         self.executor.add_node(self.node)
         #: Exceptions a callback raised (spinning goes on: one late message must not leave
@@ -73,9 +74,17 @@ class Client:
         self.executor.shutdown()
         self.node.destroy_node()
 
-    def audio_recorder(self, topic: str, reliability=ReliabilityPolicy.RELIABLE):
-        """Subscribe to ``topic`` and return the :class:`AudioRecorder`."""
+    def audio_recorder(self, topic: str, reliability=ReliabilityPolicy.RELIABLE,
+                       node: Optional[NodeProcess] = None):
+        """Subscribe to ``topic`` and return the :class:`AudioRecorder`.
+
+        With ``node`` (the ``tts_node`` that publishes it), :meth:`wait_for_subscribers`
+        waits for that node to log that its publisher matched this subscription: what it
+        publishes from then on arrives.
+        """
         rec = AudioRecorder()
+        if node is not None:
+            self._match_marks[topic] = (node, node.log_mark())
         qos = QoSProfile(depth=1000, reliability=reliability)
         rec.sub = self.node.create_subscription(AudioStamped, topic, rec.on_msg, qos)
         return rec
@@ -86,9 +95,10 @@ class Client:
             return self._action_clients[name]
         client: ActionClient = ActionClient(self.node, TTS, name)
         assert client.wait_for_server(timeout_sec=30), f'no action server {name}'
-        # wait_for_server() sees the goal service; give the feedback and status topics
-        # time to match too, or the first feedback messages can be missed.
-        time.sleep(0.5)
+        # No settle time: the server's feedback writer matching this client is not
+        # visible from here, but a goal's first feedback follows its acceptance (a round
+        # trip the server answers only once it has discovered this client) and at least
+        # one synthesis.
         self._action_clients[name] = client
         return client
 
@@ -113,11 +123,20 @@ class Client:
 
     def wait_for_subscribers(self, topic: str, publisher_count: int = 1,
                              timeout: float = 10.0) -> None:
-        """Wait until the topic has ``publisher_count`` publishers matched (discovery)."""
+        """Wait until what is published on ``topic`` reaches this client's recorder.
+
+        For a recorder made with ``node``: until the node logs that its publisher matched
+        it (the writer's side, which decides what is sent). Otherwise until
+        ``publisher_count`` publishers are discovered.
+        """
+        marked = self._match_marks.pop(topic, None)
+        if marked is not None:
+            node, mark = marked
+            node.wait_for_log(f'{topic}: a subscriber matched', timeout, after=mark)
+            return
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.node.count_publishers(topic) >= publisher_count:
-                time.sleep(0.3)  # let the reliable match settle
                 return
             time.sleep(0.05)
         raise AssertionError(f'no publisher on {topic}')

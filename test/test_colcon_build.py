@@ -132,8 +132,13 @@ def test_installed_tts_node_speaks(workspace, ros_client, tmp_path):
         # bash exec'd the installed script; the interpreter runs that file.
         cmdline = Path(f'/proc/{proc.pid}/cmdline').read_bytes().split(b'\0')
         assert str(exe).encode() in cmdline, cmdline
+        mark = len(log_path.read_text(encoding='utf-8', errors='replace'))
         rec = ros_client.audio_recorder(f'{namespace}/audio')
-        ros_client.wait_for_subscribers(f'{namespace}/audio')
+        deadline = time.monotonic() + 10  # until the node's publisher has matched it
+        while f'{namespace}/audio: a subscriber matched' not in log_path.read_text(
+                encoding='utf-8', errors='replace')[mark:]:
+            assert time.monotonic() < deadline, log_path.read_text()
+            time.sleep(0.05)
         deadline = time.monotonic() + 10
         while pub.get_subscription_count() < 1 and time.monotonic() < deadline:
             time.sleep(0.05)

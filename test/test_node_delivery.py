@@ -82,7 +82,7 @@ def test_feedback_client_stalling_0_3_s_loses_no_chunk(ojt_node, ros_client):
                               depth=FEEDBACK_DEPTH, reliability=ReliabilityPolicy.RELIABLE))
     assert action.wait_for_server(timeout_sec=30)
     time.sleep(0.5)
-    reference = ros_client.audio_recorder(ojt_node.topic('audio'))
+    reference = ros_client.audio_recorder(ojt_node.topic('audio'), node=ojt_node)
     ros_client.wait_for_subscribers(ojt_node.topic('audio'))
     feedback = []
 
@@ -120,7 +120,7 @@ def test_output_rate_is_the_rate_on_the_topic_for_either_voice(voice, ros_client
     node = NodeProcess(dict(params, output_rate=16000, chunk=1024))
     try:
         assert 'Hz resampled from' in node.log()
-        rec = ros_client.audio_recorder(node.topic('audio'))
+        rec = ros_client.audio_recorder(node.topic('audio'), node=node)
         action = ros_client.action_client(node.topic('say'))
         ros_client.wait_for_subscribers(node.topic('audio'))
         from audio_common_msgs.action import TTS

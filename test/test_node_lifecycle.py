@@ -37,13 +37,12 @@ def set_params(client, node, **values):
 
 def speak_text(client, node, text, timeout=60.0):
     """Publish ``text`` on the node's text topic; return the recorder once it is quiet."""
-    rec = client.audio_recorder(node.topic('audio'))
+    rec = client.audio_recorder(node.topic('audio'), node=node)
     pub = client.node.create_publisher(String, node.topic('text'), 10)
     client.wait_for_subscribers(node.topic('audio'))
     deadline = time.monotonic() + 10
     while pub.get_subscription_count() < 1 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.3)
+        time.sleep(0.05)  # this writer matched the node's reader: what it sends arrives
     pub.publish(String(data=text))
     rec.wait_quiet(quiet_s=1.0, timeout=timeout)
     client.node.destroy_publisher(pub)

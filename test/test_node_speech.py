@@ -47,7 +47,7 @@ def expected_audio(engine, voice, text):
 
 def test_text_topic_is_spoken_as_chunks_of_the_engines_audio(tiny_node, ros_client,
                                                               tiny_engine, det_voice):
-    rec = ros_client.audio_recorder(tiny_node.topic('audio'))
+    rec = ros_client.audio_recorder(tiny_node.topic('audio'), node=tiny_node)
     pub = ros_client.node.create_publisher(String, tiny_node.topic('text'), 10)
     ros_client.wait_for_subscribers(tiny_node.topic('audio'))
     deadline = time.monotonic() + 10
@@ -138,7 +138,7 @@ def test_english_default_and_empty_language_are_accepted(tiny_node, ros_client):
 
 def test_canceled_goal_publishes_nothing_after_the_cancel_is_acknowledged(
         tiny_node, ros_client):
-    rec = ros_client.audio_recorder(tiny_node.topic('audio'))
+    rec = ros_client.audio_recorder(tiny_node.topic('audio'), node=tiny_node)
     ros_client.wait_for_subscribers(tiny_node.topic('audio'))
     action = ros_client.action_client(tiny_node.topic('say'))
     long_text = '。'.join(['今日はとても長いお話をします'] * 8) + '。'
@@ -178,7 +178,8 @@ def test_stop_service_silences_and_flushes_the_queue(tiny_node, ros_client):
 
 def test_best_effort_subscriber_receives_the_audio(tiny_node, ros_client, tiny_engine,
                                                    det_voice):
-    rec = ros_client.audio_recorder(tiny_node.topic('audio'), ReliabilityPolicy.BEST_EFFORT)
+    rec = ros_client.audio_recorder(tiny_node.topic('audio'), ReliabilityPolicy.BEST_EFFORT,
+                                     node=tiny_node)
     ros_client.wait_for_subscribers(tiny_node.topic('audio'))
     action = ros_client.action_client(tiny_node.topic('say'))
     handle, _ = send_goal(ros_client, action, 'こんにちは。')

@@ -134,7 +134,7 @@ def test_tts_node_speaks_through_player_node_into_pulseaudio(pulse, ros_client, 
     tts = NodeProcess({'engine': 'openjtalk', 'chunk': 2048})
     player = start_player(pulse, tts.namespace)
     try:
-        rec = ros_client.audio_recorder(tts.topic('audio'))
+        rec = ros_client.audio_recorder(tts.topic('audio'), node=tts)
         pub = ros_client.node.create_publisher(String, tts.topic('text'), 10)
         ros_client.wait_for_subscribers(tts.topic('audio'))
         deadline = time.monotonic() + 10

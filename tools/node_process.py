@@ -113,15 +113,19 @@ class NodeProcess:
         """Everything the node printed so far."""
         return self.log_path.read_text(encoding='utf-8', errors='replace')
 
-    def wait_for_log(self, needle: str, timeout: float) -> None:
-        """Wait until ``needle`` appears in the log.
+    def log_mark(self) -> int:
+        """Length of the log so far: a ``wait_for_log(after=...)`` mark."""
+        return len(self.log())
+
+    def wait_for_log(self, needle: str, timeout: float, after: int = 0) -> None:
+        """Wait until ``needle`` appears in the log (past character ``after``).
 
         Raises ``NodeProcessError`` (with the log) if the node exits first or ``timeout``
         seconds pass; on a timeout the node is stopped.
         """
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if needle in self.log():
+            if needle in self.log()[after:]:
                 return
             if self.proc.poll() is not None:
                 raise NodeProcessError(f'{self.name} exited ({self.proc.returncode}):\n'
