@@ -154,10 +154,14 @@ def test_speaking_flips_true_then_false_around_an_utterance(node, ros_client):
     while not events and time.monotonic() < deadline:
         time.sleep(0.05)
     assert events and events[-1][1] is False  # latched initial state
+    before = len(events)
     result, audio, feedback = speak(ros_client, node, 'こんにちは。元気ですか。')
-    time.sleep(0.5)
-    values = [v for _, v in events]
-    assert values[-2:] == [True, False]
+    deadline = time.monotonic() + 10  # false comes once the last chunk has played
+    while not (len(events) > before and events[-1][1] is False) and \
+            time.monotonic() < deadline:
+        time.sleep(0.05)
+    values = [v for _, v in events[before:]]
+    assert values == [True, False], values  # this utterance's flips, exactly
     t_true = [t for t, v in events if v][-1]
     t_false = events[-1][0]
     assert t_true <= feedback[0][0] + 0.1  # true when the first chunk goes out
@@ -167,16 +171,27 @@ def test_speaking_flips_true_then_false_around_an_utterance(node, ros_client):
     ros_client.node.destroy_subscription(sub)
 
 
+def spoken_count(client, node) -> int:
+    values = {kv.key: kv.value for kv in client.diagnostics(node).values}
+    return int(values['utterances_spoken'])
+
+
 def test_diagnostics_report_engine_state_and_figures(node, ros_client):
+    # The node is shared by this module's tests: count from what it had already spoken.
+    before = spoken_count(ros_client, node)
     speak(ros_client, node, 'こんにちは。')
-    time.sleep(1.2)  # the next periodic message carries this utterance's figures
-    status = ros_client.diagnostics(node)
-    values = {kv.key: kv.value for kv in status.values}
+    deadline = time.monotonic() + 10  # a later periodic message carries this utterance
+    while True:
+        status = ros_client.diagnostics(node)
+        values = {kv.key: kv.value for kv in status.values}
+        if int(values['utterances_spoken']) > before or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     assert status.level == DiagnosticStatus.OK
     assert values['engine'] == 'hayakoe' and values['device'] == 'cpu'
     assert values['lifecycle_state'] == 'active'
     assert values['fallback_in_use'] == 'false'
-    assert int(values['utterances_spoken']) >= 1
+    assert int(values['utterances_spoken']) == before + 1
     assert int(values['queue_depth']) == 0
     assert float(values['last_rtf']) > 0 and float(values['last_ttfa_s']) > 0
 
