@@ -110,3 +110,65 @@ def test_package_xml_xmllint():
     result = subprocess.run(['xmllint', '--noout', str(REPO / 'package.xml')],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+#: Blocking calls and the position of their timeout argument: Event/Condition.wait and
+#: Thread/Popen.join/wait take it first, Condition.wait_for(predicate, timeout),
+#: Queue.get(block, timeout), Lock.acquire(blocking, timeout), Queue.put(item, block,
+#: timeout).
+_TIMEOUT_AT = {'wait': 0, 'join': 0, 'wait_for': 1, 'get': 1, 'acquire': 1, 'put': 2}
+
+
+def _untimed(call: ast.Call) -> bool:
+    """True for a blocking call that can wait for ever (no timeout, not non-blocking)."""
+    name = call.func.attr  # type: ignore[attr-defined]
+    at = _TIMEOUT_AT[name]
+    if any(k.arg == 'timeout' for k in call.keywords) or len(call.args) > at:
+        return False
+    if any(k.arg in ('block', 'blocking') and isinstance(k.value, ast.Constant)
+           and k.value.value is False for k in call.keywords):
+        return False
+    if name in ('get', 'acquire', 'put') and len(call.args) == at:
+        flag = call.args[at - 1]
+        if isinstance(flag, ast.Constant) and flag.value is False:
+            return False  # non-blocking
+        if name == 'get' and not (isinstance(flag, ast.Constant) and flag.value is True):
+            return False  # a mapping's get(key): not a queue
+    if name == 'join' and call.args:
+        return False  # str.join / os.path.join
+    return True
+
+
+def test_every_wait_in_the_package_is_bounded():
+    """No wait in hayakoe_ros can hang: every blocking call has a timeout, no sleep-polls.
+
+    Blocking calls (``wait``, ``join``, ``wait_for``, queue ``get``/``put``, ``acquire``)
+    need a timeout, by keyword or position; ``time.sleep`` is not used at all: a wait
+    is on the event it stands for (with a timeout), never a sleep in a loop.
+    """
+    found = []
+    for path in sorted((REPO / 'hayakoe_ros').rglob('*.py')):
+        for node in ast.walk(ast.parse(path.read_text(encoding='utf-8'))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            where = f'{path.relative_to(REPO)}:{node.lineno}'
+            if node.func.attr == 'sleep':
+                found.append(f'{where} sleep()')
+            elif node.func.attr in _TIMEOUT_AT and _untimed(node):
+                found.append(f'{where} .{node.func.attr}() without a timeout')
+    assert not found, found
+
+
+def test_the_wait_check_sees_what_it_must():
+    """The check above flags each untimed form and passes each bounded one."""
+    def flags(src: str) -> bool:
+        return _untimed(ast.parse(src).body[0].value)  # type: ignore[attr-defined]
+
+    for bad in ('e.wait()', 'q.get()', 'q.get(True)', 'q.put(x)', 'q.put(x, True)',
+                'c.wait_for(p)', 't.join()', 'lock.acquire()', 'p.wait()'):
+        assert flags(bad), bad
+    for ok in ('e.wait(1)', 'q.get(timeout=1)', 'q.get(True, 1)', 'q.get(False)',
+               'd.get(k)', 'q.put(x, timeout=1)', 'q.put(x, False)', 'c.wait_for(p, 1)',
+               't.join(2)', "', '.join(xs)", 'lock.acquire(False)', 'lock.acquire(timeout=1)',
+               'q.get(block=False)'):
+        assert not flags(ok), ok

@@ -6,10 +6,8 @@ The real engines have their own tests (test_engines.py, test_node_speech.py); he
 wait runs on :class:`VirtualClock`, so pacing costs no wall-clock time.
 """
 
-import ast
 import contextlib
 import logging
-from pathlib import Path
 import threading
 
 import numpy as np
@@ -424,22 +422,6 @@ def test_debug_log_names_each_segment_and_pause(rig, caplog):
     pauses = [m for m in lines if f'utterance {utt.id}: pause' in m]
     assert len(segs) == 3 and 'segment 1/3 synthesised: 6 chars, 0.250 s audio' in segs[0]
     assert len(pauses) == 2 and f'{utt.pauses[0]:.3f} s' in pauses[0]
-
-
-def test_every_wait_in_the_speech_layer_is_bounded():
-    """No untimed Event/Condition wait, queue get/put or join in hayakoe_ros/speech."""
-    untimed = []
-    for path in sorted((Path(__file__).parents[1] / 'hayakoe_ros' / 'speech').glob('*.py')):
-        for node in ast.walk(ast.parse(path.read_text(encoding='utf-8'))):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                    node.func.attr in ('wait', 'get', 'put', 'join', 'wait_for') and \
-                    not node.args[1 if node.func.attr in ('put', 'wait_for') else 0:] and \
-                    not any(k.arg == 'timeout' for k in node.keywords):
-                if node.func.attr == 'get' and isinstance(node.func.value, ast.Name) \
-                        and node.func.value.id in ('kwargs', 'changes'):
-                    continue
-                untimed.append(f'{path.name}:{node.lineno} .{node.func.attr}()')
-    assert not untimed, untimed
 
 
 def test_utterances_synthesised_ahead_still_count_against_max_queue():
