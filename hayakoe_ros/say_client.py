@@ -100,7 +100,9 @@ class SayClient(Node):
         future = self._client.send_goal_async(goal, feedback_callback=self._on_feedback)
         rclpy.spin_until_future_complete(self, future, timeout_sec=timeout)
         handle = future.result()
-        if handle is None or not handle.accepted:
+        if handle is None:
+            raise TimeoutError(f'the node did not answer the goal within {timeout:.0f} s')
+        if not handle.accepted:
             raise RuntimeError('goal rejected by the node')
         result_future = handle.get_result_async()
         rclpy.spin_until_future_complete(self, result_future, timeout_sec=timeout)

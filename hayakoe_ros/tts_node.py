@@ -52,7 +52,7 @@ from .node.executor_wait import caught_up
 from .node.runner import GOALS_END_TIMEOUT_S, RESULT_FLUSH_TIMEOUT_S, run
 from .node.parameters import (PARAMETERS, SCHEDULER_PARAMETERS, VOICE_PARAMETERS, Apply,
                               declare_all, parameter_table, scheduler_config, voice_params)
-from .node.say_action import SERVICE_DEPTH, SayActionServer
+from .node.say_action import BURST_DEPTH, SayActionServer
 from .speech import (CancelReason, Outcome, QueueFullError, SchedulerClosedError,
                      SpeechScheduler, Utterance)
 from .text import InputError, userdict
@@ -206,7 +206,7 @@ class TTSNode(LifecycleNode):
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Start serving the text topic and ``say`` goals."""
         self._text_sub = self.create_subscription(String, 'text', self._on_text,
-                                                  SERVICE_DEPTH, callback_group=self._group)
+                                                  BURST_DEPTH, callback_group=self._group)
         self._active = True
         self._state_label = 'active'
         self.get_logger().info(f'ready: speaking with {self._loader.describe()}')

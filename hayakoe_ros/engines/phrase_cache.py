@@ -136,7 +136,11 @@ class CachingEngine(WrappedEngine):
         self._engine.close()
 
     def __getattr__(self, name: str):
-        """Any other engine API (e.g. an abort hook) is the wrapped engine's."""
+        """Engine-specific extras beyond :class:`~.base.Engine` are the wrapped engine's.
+
+        E.g. :class:`~.hayakoe_engine.HayakoeEngine`'s ``session_threads``,
+        ``session_spinning`` and ``speaker``, read by diagnostics and tests.
+        """
         if name.startswith('__') or name == '_engine':
             raise AttributeError(name)
         return getattr(self._engine, name)

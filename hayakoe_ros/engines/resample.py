@@ -6,8 +6,10 @@
 44100 Hz, the Open JTalk fallback at 48000 Hz) in :class:`ResampledEngine`, so consumers
 see one rate whichever voice is loaded. Resampling uses libsoxr (``soxr`` on PyPI) at its
 "HQ" quality (20-bit precision, 95 % band-width: the speech band is untouched). Each
-segment is resampled on its own: segments are separated by silence, and the pauses
-between them are predicted in seconds, so neither is affected by the rate change.
+segment is resampled on its own, whole (the resampler is flushed, so no sample is lost
+at its ends): segments end at sentence and clause marks, where the voice itself is
+quiet, so the filter's edges fall in quiet audio; the pauses between segments are in
+seconds, so they do not change with the rate.
 """
 
 from __future__ import annotations

@@ -45,6 +45,14 @@ VOLUME_RANGE = (0.0, 4.0)
 #: Upper bound of ``max_queue``.
 MAX_QUEUE_LIMIT = 1000
 
+#: The library's defaults, which the node's parameters take (one place for each number):
+#: the voice's from :class:`VoiceParams`, scheduling's from :class:`SchedulerConfig`.
+#: The node sets two otherwise: ``gapless`` on and ``first_segment_morae`` 8 (a robot's
+#: reply starts fast and has no gaps; a bare scheduler does neither unless asked).
+_VOICE = VoiceParams()
+_SCHED = SchedulerConfig()
+
+
 def _choices(enum_type: type) -> tuple:
     return tuple(member.value for member in enum_type)  # type: ignore[attr-defined]
 
@@ -78,37 +86,40 @@ _SPECS = (
                   'operators (its default). false: they sleep: 2-9 % less CPU at the same '
                   'speed here, left to the rest of the robot.', Apply.RELOAD),
     # --- voice (live) ---
-    ParameterSpec('style', 'Neutral', 'Voice style (emotion) name offered by the model.'),
-    ParameterSpec('style_weight', 1.0, 'Style strength: 0 = mean voice, 1 = full style.',
-                  range=(0.0, 10.0)),
-    ParameterSpec('speaker_id', 0, 'Speaker index in a multi-speaker model.',
+    ParameterSpec('style', _VOICE.style, 'Voice style (emotion) name offered by the model.'),
+    ParameterSpec('style_weight', _VOICE.style_weight,
+                  'Style strength: 0 = mean voice, 1 = full style.', range=(0.0, 10.0)),
+    ParameterSpec('speaker_id', _VOICE.speaker_id, 'Speaker index in a multi-speaker model.',
                   range=(0, 1000)),
-    ParameterSpec('rate', 1.0, 'Speaking-rate multiplier (2.0 = twice as fast); multiplies '
+    ParameterSpec('rate', 1.0 / _VOICE.length_scale,
+                  'Speaking-rate multiplier (2.0 = twice as fast); multiplies '
                   'goal rate.', range=RATE_RANGE),
-    ParameterSpec('volume', 1.0, 'Linear gain of the voice (1.0 = the model level); '
+    ParameterSpec('volume', _SCHED.volume, 'Linear gain of the voice (1.0 = the model level); '
                   'multiplies goal volume. A limiter keeps peaks under -1 dBFS.',
                   range=VOLUME_RANGE),
-    ParameterSpec('pitch_scale', 1.0, 'Pitch multiplier (1.0 = unchanged; WORLD '
-                  're-synthesis).', range=(0.5, 2.0)),
-    ParameterSpec('intonation_scale', 1.0, 'Intonation (F0 deviation) multiplier.',
+    ParameterSpec('pitch_scale', _VOICE.pitch_scale,
+                  'Pitch multiplier (1.0 = unchanged; WORLD re-synthesis).', range=(0.5, 2.0)),
+    ParameterSpec('intonation_scale', _VOICE.intonation_scale,
+                  'Intonation (F0 deviation) multiplier.', range=(0.0, 2.0)),
+    ParameterSpec('sdp_ratio', _VOICE.sdp_ratio,
+                  'Stochastic duration predictor mix (0 = deterministic DP).', range=(0.0, 1.0)),
+    ParameterSpec('noise', _VOICE.noise, 'Prior noise scale (0 = deterministic audio).',
                   range=(0.0, 2.0)),
-    ParameterSpec('sdp_ratio', 0.2, 'Stochastic duration predictor mix (0 = deterministic '
-                  'DP).', range=(0.0, 1.0)),
-    ParameterSpec('noise', 0.6, 'Prior noise scale (0 = deterministic audio).',
-                  range=(0.0, 2.0)),
-    ParameterSpec('noise_w', 0.8, 'Duration noise scale of the stochastic predictor.',
-                  range=(0.0, 2.0)),
+    ParameterSpec('noise_w', _VOICE.noise_w,
+                  'Duration noise scale of the stochastic predictor.', range=(0.0, 2.0)),
     # --- scheduling (live) ---
-    ParameterSpec('queue_policy', QueuePolicy.ENQUEUE.value,
+    ParameterSpec('queue_policy', _SCHED.queue_policy.value,
                   "'enqueue': utterances wait in FIFO order; 'interrupt': a new utterance "
                   'cancels the one speaking and is spoken next.',
                   choices=_choices(QueuePolicy)),
-    ParameterSpec('max_queue', 16, 'Utterances that may wait behind the one speaking; more '
+    ParameterSpec('max_queue', _SCHED.max_queue,
+                  'Utterances that may wait behind the one speaking; more '
                   'are rejected with an error (0: speak only when idle).',
                   range=(0, MAX_QUEUE_LIMIT)),
-    ParameterSpec('max_chars', 2000, 'Longest accepted utterance, characters.',
+    ParameterSpec('max_chars', _SCHED.max_chars, 'Longest accepted utterance, characters.',
                   range=(1, 1000000)),
-    ParameterSpec('max_segment_chars', 60, 'Longest synthesis segment, characters: longer '
+    ParameterSpec('max_segment_chars', _SCHED.max_segment_chars,
+                  'Longest synthesis segment, characters: longer '
                   'sentences are cut at clause boundaries (BERT reads at most 510).',
                   range=(4, 400)),
     # --- short first segment and gapless starts (live) ---
@@ -124,12 +135,14 @@ _SPECS = (
     # --- text front end (reload) ---
     ParameterSpec('user_dictionary', '', 'User dictionary file: surface<TAB>katakana reading'
                   '[<TAB>accent type] per line, for both voices (empty: none).', Apply.RELOAD),
-    ParameterSpec('chunk', 2048, 'Frames (samples) per audio message.', range=(64, 1048576)),
+    ParameterSpec('chunk', _SCHED.chunk_frames,
+                  'Frames (samples) per audio message.', range=(64, 1048576)),
     ParameterSpec('frame_id', 'tts', 'header.frame_id of audio messages.'),
-    ParameterSpec('max_lead_s', 0.3, 'Publish audio at most this far ahead of playback (s), '
+    ParameterSpec('max_lead_s', _SCHED.max_lead_s,
+                  'Publish audio at most this far ahead of playback (s), '
                   'and at most 3 chunks ahead (so a depth-5 best-effort player keeps every '
                   'chunk).', range=(0.0, 60.0)),
-    ParameterSpec('pacing', True, 'Publish at playback rate (false: as fast as synthesis '
+    ParameterSpec('pacing', _SCHED.pacing, 'Publish at playback rate (false: as fast as synthesis '
                   'allows).'),
     # --- phrase cache (reload) ---
     ParameterSpec('phrase_cache_mb', 0, 'Phrase cache: MiB of synthesised segment audio '

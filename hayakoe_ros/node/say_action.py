@@ -36,9 +36,10 @@ ACCEPTED_LANGUAGES = frozenset({'', 'ja', 'ja-jp', 'ja_jp', 'jp', 'jpn', 'en'})
 #: Goal results are kept this long after a goal ends (s), the rcl default (15 min).
 RESULT_TIMEOUT_S = 900
 
-#: Depth of the goal/cancel/result service queues: a burst of goals must reach the
-#: scheduler's queue bound and get an answer, not vanish in a depth-10 service queue.
-SERVICE_DEPTH = MAX_QUEUE_LIMIT + 16
+#: Depth of the goal/cancel/result service queues and of the ``text`` subscription: a
+#: burst of goals or texts must reach the scheduler's queue bound and get an answer (or
+#: a logged refusal), not vanish in a depth-10 queue.
+BURST_DEPTH = MAX_QUEUE_LIMIT + 16
 
 #: How long a canceled goal waits for the server to mark it CANCELING (s); the server
 #: does that right after the cancel callback returns.
@@ -102,7 +103,7 @@ class SayActionServer:
         self._group = callback_group
         self._lock = threading.Condition()  # notified when a goal leaves the table
         self._goals: dict = {}
-        burst = QoSProfile(depth=SERVICE_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
+        burst = QoSProfile(depth=BURST_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
         self._server = ActionServer(
             node, TTS, name, execute_callback=self._execute, goal_callback=self._on_goal,
             handle_accepted_callback=self._on_accepted, cancel_callback=self._on_cancel,
@@ -157,16 +158,17 @@ class SayActionServer:
 
     def _after(self, seconds: float) -> Future:
         """A future completed by a one-shot timer ``seconds`` from now (node clock)."""
-        done = Future()
-        timer = None
+        done: Future = Future()
+        timers: list = []
 
         def fire() -> None:
-            timer.cancel()
-            self._node.destroy_timer(timer)
+            for timer in timers:
+                timer.cancel()
+                self._node.destroy_timer(timer)
             if not done.done():
                 done.set_result(None)
 
-        timer = self._node.create_timer(seconds, fire, callback_group=self._group)
+        timers.append(self._node.create_timer(seconds, fire, callback_group=self._group))
         return done
 
     def _wake(self) -> None:

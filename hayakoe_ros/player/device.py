@@ -81,7 +81,7 @@ class Player:
         self._stream_rate = 0
         self.device_name = ''
         self.xruns = 0
-        self._base = PlayoutStats()  # counters of streams closed since reset_stats()
+        self._base = PlayoutStats()  # counters of the streams already closed
         self._submitted = 0  # chunks submitted, ever: a pending close sees new audio
         self._closer: Optional[threading.Thread] = None
         self._device = self._resolve(config.device)
@@ -284,7 +284,7 @@ class Player:
         return playout.queued_s if playout is not None else 0.0
 
     def stats(self) -> PlayoutStats:
-        """Counters summed over every stream opened since :meth:`reset_stats`."""
+        """Counters summed over every stream this player has opened (a copy)."""
         playout = self._playout
         # A new object every time: the caller's copy, never the counters themselves.
         total = _add(self._base, playout.stats if playout is not None else PlayoutStats())

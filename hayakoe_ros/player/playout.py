@@ -57,7 +57,7 @@ RESAMPLE_QUALITY = 'HQ'
 
 @dataclasses.dataclass
 class PlayoutStats:
-    """Counters since the last :meth:`Playout.reset_stats`.
+    """Counters of one :class:`Playout` (one open stream), from its creation.
 
     Attributes:
         chunks: Chunks received.
