@@ -74,6 +74,11 @@ def texts() -> list:
     return list(dict.fromkeys(found))
 
 
+#: Earlier texts that hold a word Open JTalk misread, which the correction layer now reads
+#: right: the one accent phrase that changes (before, after); every other phrase must not.
+CORRECTED = {'清掃作業を行っております': ('i cl t e:3_3', 'o k o n a cl t e:5_5')}
+
+
 def _before() -> dict:
     with open(FIXTURE, encoding='utf-8') as fh:
         return json.load(fh)
@@ -86,7 +91,12 @@ def test_the_fixture_covers_every_earlier_text():
 
 @pytest.mark.parametrize('text', sorted(_before()['phrases']) if FIXTURE.is_file() else [])
 def test_accent_phrases_are_unchanged(text):
-    assert accent_phrases(text) == _before()['phrases'][text], text
+    expected = _before()['phrases'][text]
+    for word, (old, new) in CORRECTED.items():
+        if word in text:
+            assert any(old in seg for seg in expected), (word, 'no longer in the fixture')
+            expected = [[new if p == old else p for p in seg] for seg in expected]
+    assert accent_phrases(text) == expected, text
 
 
 if __name__ == '__main__':

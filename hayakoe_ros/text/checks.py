@@ -14,8 +14,9 @@ import re
 import unicodedata
 
 #: Characters that produce morae: kana, kanji, Latin letters and digits (half and full
-#: width). Same class as hayakoe's ``_HAS_SPEECH_RE``.
-SPEAKABLE_RE = re.compile('[ぁ-ゖァ-ヶ一-鿿々〆〇a-zA-Z0-9０-９Ａ-Ｚａ-ｚｦ-ﾟ]')
+#: width): hayakoe's ``_HAS_SPEECH_RE`` class, and the rare kana and ligatures ゟ ヷ-ヺ ヿ 〼
+#: that the front end rewrites into kana (:mod:`.chars`).
+SPEAKABLE_RE = re.compile('[ぁ-ゖゟァ-ヺヿ一-鿿々〆〇〼a-zA-Z0-9０-９Ａ-Ｚａ-ｚｦ-ﾟ]')
 
 # ANSI/VT100 escape sequences: CSI (ESC [ ... final byte) and OSC (ESC ] ... BEL/ST).
 # A lone ESC is dropped with the other control characters.
@@ -23,7 +24,7 @@ _ANSI_RE = re.compile(r'\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)
 # Runs of characters the voice cannot read (punctuation, symbols, emoji) longer than this
 # are cut to it: they add nothing to speech and would defeat max_segment_chars.
 MAX_UNSPEAKABLE_RUN = 4
-_SPEAKABLE_CLASS = 'ぁ-ゖァ-ヶ一-鿿々〆〇a-zA-Z0-9０-９Ａ-Ｚａ-ｚｦ-ﾟ'
+_SPEAKABLE_CLASS = 'ぁ-ゖゟァ-ヺヿ一-鿿々〆〇〼a-zA-Z0-9０-９Ａ-Ｚａ-ｚｦ-ﾟ'
 _UNSPEAKABLE_RUN_RE = re.compile(
     r'[^%s\s]{%d,}' % (_SPEAKABLE_CLASS, MAX_UNSPEAKABLE_RUN + 1))
 
