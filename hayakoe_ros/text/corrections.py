@@ -62,8 +62,10 @@ TABLE = """
 お腹が空	お腹がす
 お腹空	お腹す
 小腹が空	小腹がす
-# 何の: なんの (Open JTalk: なにの)
+# 何の, 何です: なん (Open JTalk: なに)
 何の	なんの
+何です	なんです
+何でしょう	なんでしょう
 # 〜中 (within a period): ちゅう (Open JTalk: なか)
 本日中	ほんじつちゅう
 今週中	こんしゅうちゅう
@@ -76,14 +78,13 @@ TABLE = """
 つ目の角	つ目のかど
 次の角	次のかど
 その角	そのかど
+# 一目, 何分: ひとめ, なんぷん in these contexts (Open JTalk: いちもく, なにぶん)
+一目で	ひと目で
+何分かか	なんぷんかか
 # everyday words with a wrong first reading
 明後日	あさって
 お手数	おてすう
 中央口	ちゅうおうぐち
-御用の方	ごようのかた
-ご用の方	ごようのかた
-お一人ずつ	おひとりずつ
-一段落	ひとだんらく
 """
 
 _KANJI = re.compile('[一-鿿々]')
@@ -109,7 +110,22 @@ def parse(table: str) -> dict:
     return rows
 
 
-ROWS = parse(TABLE)
+#: Nouns of who a person is, after which の方 is that person (かた), not a side (ほう).
+PERSONS = ('御用', 'ご用', '担当', '係', 'ご家族', '関係者', 'ご希望', '初めて', 'お待ち',
+           'ご利用', 'お急ぎ', 'お連れ', '該当', 'ご来場', 'ご来店', 'ご予約', 'お持ち', '保護者')
+
+
+def _person_rows() -> dict:
+    # Open JTalk reads the noun かた right (accent 2) except before は, where it takes
+    # かたは for one word and says ハ; there the katakana カタ keeps は the particle ワ.
+    rows = {}
+    for noun in PERSONS:
+        rows[noun + 'の方は'] = noun + 'のカタは'
+        rows[noun + 'の方'] = noun + 'のかた'
+    return rows
+
+
+ROWS = dict(parse(TABLE), **_person_rows())
 _ROWS_RE = re.compile('|'.join(re.escape(w) for w in sorted(ROWS, key=len, reverse=True)))
 _USER: list = [None, None]  # the user dictionary last seen, and its surfaces' pattern
 

@@ -12,7 +12,8 @@ Called by :func:`.frontend.normalize` on text that still holds ASCII digits:
   sound the number changes or which name a point in time); ``9時〜18時`` -> から;
   ``500円〜`` -> 500円から; ``土〜日`` -> ドからニチ, ``月〜金曜日`` ゲツからキン曜日.
 * :func:`idioms` (before plain numbers): ``110番`` ヒャクトーバン, ``20歳`` はたち,
-  ``毎月1日`` ついたち, ``0時`` レージ, ``0度`` レード.
+  ``毎月1日`` ついたち, ``0時`` レージ, ``0度`` レード, ``10分`` ジュップン (never
+  ジューブン), ``1日(月)`` ツイタチゲツヨービ.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ POINT_COUNTERS = ('時間', '日間', '週間', 'か月', 'ヶ月', 'カ月', '�
 _COUNTER_RANGE_RE = re.compile(r'(?<![\d.])(%s)\s*[〜~]\s*(%s)(%s)' % (
     _NUM, _NUM, '|'.join(POINT_COUNTERS)))
 # A range whose first number has its counter already: 9時〜18時, 3個〜5個.
-_AFTER_COUNTER_RE = re.compile(r'(?<=\d)([一-龥ぁ-ゖァ-ヶ]{1,2})\s*[〜~]\s*(?=\d)')
+_AFTER_COUNTER_RE = re.compile(r'(?<=\d)([一-龥ぁ-ゖァ-ヶ]{1,2})\s*[〜~]\s*(?=\d|午前|午後)')
 # An open range: 500円〜 (from 500 yen on).
 _OPEN_RANGE_RE = re.compile(r'(?<=\d)([円個人回枚台件時分日月年歳階名]|時間)\s*[〜~]'
                             r'(?=\s|$|[、。！？!?）)」])')
@@ -58,8 +59,13 @@ _EMERGENCY = {'110': 'ヒャクトー', '119': 'ヒャクジューキュー'}
 _EMERGENCY_RE = re.compile(r'(?<![\d.,])(110|119)(?=番)')
 _HATACHI_RE = re.compile(r'(?<![\d.,])(?:20|二十)歳')
 _TSUITACHI_RE = re.compile(r'(?:(?<=毎月)|(?<=今月)|(?<=来月)|(?<=先月)|(?<=翌月)|(?<=毎月の))1日'
-                           r'|(?<![\d.,])1日(?=[（(]%s[）)]|付)' % _WD)
+                           r'|(?<![\d.,])1日(?=%s曜日|付)' % _WD)
 _ZERO_RE = re.compile(r'(?<![\d.,])0(?=時(?!間)|度)')
+# Ten minutes: Open JTalk takes 十分 for じゅうぶん (enough) before most words (十分です,
+# 十分前); written 一〇 the same numeral is split from 分 and read ジュップン everywhere.
+_TEN_MINUTES_RE = re.compile(r'(?<![\d.,])10(?=分(?!の))')
+# A weekday in brackets after a date: 1日(月) ツイタチゲツヨービ, not ツキ.
+_WEEKDAY_PAREN_RE = re.compile(r'(?<=日)\s*[（(]([月火水木金土日])(?:曜日?)?[）)]')
 
 
 def fractions(text: str, keep) -> str:
@@ -104,13 +110,16 @@ def ranges(text: str) -> str:
 
 
 def idioms(text: str, keep) -> str:
-    """Numbers with fixed readings: emergency numbers, はたち, ついたち, zero as レー."""
+    """Numbers with fixed readings: emergency numbers, はたち, ついたち, zero as レー, 10分."""
     if '番' in text:
         text = _EMERGENCY_RE.sub(lambda m: keep(_EMERGENCY[m.group(1)]), text)
     if '歳' in text:
         text = _HATACHI_RE.sub('はたち', text)
+    if '(' in text or '（' in text:
+        text = _WEEKDAY_PAREN_RE.sub(lambda m: m.group(1) + '曜日', text)
     if '1日' in text:
         text = _TSUITACHI_RE.sub(lambda m: keep('ツイタチ'), text)
     if '0' in text:
         text = _ZERO_RE.sub(lambda m: keep('零'), text)
+        text = _TEN_MINUTES_RE.sub(lambda m: keep('一〇'), text)
     return text
