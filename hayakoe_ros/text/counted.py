@@ -31,6 +31,8 @@ _COUNTER_RANGE_RE = re.compile(r'(?<![\d.])(%s)\s*[〜~]\s*(%s)(%s)' % (
     _NUM, _NUM, '|'.join(POINT_COUNTERS)))
 # A range whose first number has its counter already: 9時〜18時, 3個〜5個.
 _AFTER_COUNTER_RE = re.compile(r'(?<=\d)([一-龥ぁ-ゖァ-ヶ]{1,2})\s*[〜~]\s*(?=\d|午前|午後)')
+# After a date's weekday in brackets: 1日(月)〜5日(金).
+_AFTER_WEEKDAY_RE = re.compile(r'(?<=[月火水木金土日][）)])\s*[〜~]\s*(?=\d)')
 # An open range: 500円〜 (from 500 yen on).
 _OPEN_RANGE_RE = re.compile(r'(?<=\d)([円個人回枚台件時分日月年歳階名]|時間)\s*[〜~]'
                             r'(?=\s|$|[、。！？!?）)」])')
@@ -105,6 +107,7 @@ def ranges(text: str) -> str:
         return text
     text = _COUNTER_RANGE_RE.sub(r'\1\3から\2\3', text)
     text = _AFTER_COUNTER_RE.sub(r'\1から', text)
+    text = _AFTER_WEEKDAY_RE.sub('から', text)
     text = _OPEN_RANGE_RE.sub(r'\1から', text)
     return _WEEKDAY_RANGE_RE.sub(_weekday, text)
 
