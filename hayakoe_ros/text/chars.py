@@ -45,9 +45,11 @@ _TABLE.update({cp: None for cp in range(0xE0100, 0xE01F0)})
 _TABLE.update({ord(ch): str(i + 1) for i, ch in enumerate(_ROMAN)})
 _TABLE.update({ord(ch): str(i + 1) for i, ch in enumerate(_ROMAN_SMALL)})
 _TABLE.update({ord(k): v for k, v in VARIANTS.items()})
-_TABLE.update({ord(k): v for k, v in LIGATURES.items()})
 _NEEDS_TABLE_RE = re.compile('[\ufe00-\ufe0f\U000e0100-\U000e01ef\u2160-\u216b\u2170-\u217b%s]'
-                             % re.escape(''.join(list(VARIANTS) + list(LIGATURES))))
+                             % re.escape(''.join(VARIANTS)))
+# Ligatures grow the text (〼 -> ます): replaced after the length check, in rewrite().
+_LIGATURE_TABLE = {ord(k): v for k, v in LIGATURES.items()}
+_LIGATURE_RE = re.compile('[%s]' % ''.join(LIGATURES))
 
 # A small ヮ/ゎ joins a ク or グ before it (クヮ kwa); anywhere else Open JTalk drops it.
 _LONE_SMALL_WA_RE = re.compile('(?<![クグくぐ])[ヮゎ]')
@@ -74,10 +76,10 @@ _LOGGED: set = set()
 
 
 def before_nfkc(text: str) -> str:
-    """Variation selectors dropped; Roman numerals, rare variants and ligatures replaced.
+    """Variation selectors dropped; Roman numerals and rare kanji variants replaced.
 
-    ``Ⅱ`` -> ``2`` (then read as a number: ``第Ⅱ期`` ダイニキ), ``髙`` -> ``高``,
-    ``〼`` -> ``ます``. Run before NFKC, which would make Roman numerals Latin letters.
+    ``Ⅱ`` -> ``2`` (then read as a number: ``第Ⅱ期`` ダイニキ), ``髙`` -> ``高``. Run
+    before NFKC, which would make Roman numerals Latin letters.
     """
     if _NEEDS_TABLE_RE.search(text) is None:
         return text
@@ -99,12 +101,15 @@ def _pairs(kanji: str) -> bool:
 
 
 def rewrite(text: str) -> str:
-    """Placeholders, unpaired ``々`` and typed laughter, in text after NFKC.
+    """Ligatures, placeholders, unpaired ``々`` and typed laughter, in text after NFKC.
 
+    ``〼`` -> ``ます``, ``ヷ`` -> ``ヴァ`` (:data:`LIGATURES`);
     ``〇〇ホテル`` -> ``マルマルホテル`` (``二〇二四`` stays a numeral); ``X々`` where no
     dictionary word pairs ``々`` with ``X`` -> ``XX``; ``すごいwww`` -> ``すごいワラ``; a
     reply's leading ``は、`` -> ``ハ、``.
     """
+    if _LIGATURE_RE.search(text):
+        text = text.translate(_LIGATURE_TABLE)
     if '〇' in text or '○' in text or '◯' in text:
         text = _PLACEHOLDER_RE.sub(lambda m: 'マル' * len(m.group(0)), text)
     if '々' in text:
