@@ -108,6 +108,7 @@ def test_what_nobody_reads_is_logged_once_with_its_code_point(caplog):
     assert not [r for r in caplog.records if 'U+1F600' in r.getMessage()]
     # Read characters are not logged: kana, kanji Open JTalk knows, punctuation.
     assert chars.unreadable('今日は「晴れ」、気温ー。！？') == []
+    assert chars.unreadable('以上、乃至') == []  # kanji Open JTalk reads only inside words
 
 
 @pytest.fixture

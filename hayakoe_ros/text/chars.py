@@ -124,6 +124,15 @@ def rewrite(text: str) -> str:
 
 @functools.lru_cache(maxsize=8192)
 def _kanji_readable(ch: str) -> bool:
+    # Every kanji of JIS X 0208 (what Shift_JIS encodes) is in naist-jdic's words; a third
+    # of them are read only inside words (以 of 以上), so asking Open JTalk about the
+    # character alone would call them unreadable. The rest (JIS X 0212/0213, the
+    # supplementary planes) are asked about alone: few are read at all.
+    try:
+        ch.encode('shift_jis')
+        return True
+    except UnicodeEncodeError:
+        pass
     feats = openjtalk_guard.run_frontend(ch)
     return any(f['pron'] and ch not in f['pron'] and f['pos'] != '記号' for f in feats)
 
@@ -132,9 +141,9 @@ def unreadable(text: str) -> list:
     """Characters of front-end output that no voice reads, in order of first occurrence.
 
     Kana, ASCII, whitespace and punctuation that is a pause (、。！？ brackets) are read
-    or meant to be silent; a kanji counts as read when Open JTalk gives it a reading on
-    its own (cached per character); anything else (emoji, symbols, unknown kanji) is
-    returned.
+    or meant to be silent; a kanji counts as read when it is one of JIS X 0208 (all in
+    Open JTalk's dictionary) or Open JTalk gives it a reading on its own (cached per
+    character); anything else (emoji, symbols, unknown kanji) is returned.
     """
     found: dict = {}
     for m in _CANDIDATE_RE.finditer(text):
