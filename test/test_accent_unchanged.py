@@ -48,9 +48,10 @@ def accent_phrases(text: str) -> list:
         phrases: list = []
         key = None
         for label in pyopenjtalk.make_label(pyopenjtalk.run_frontend(seg.text)):
-            phone = _PHONE_RE.search(label).group(1)
+            found = _PHONE_RE.search(label)
+            phone = found.group(1) if found else ''
             accent = _F_RE.search(label)
-            if phone in ('sil', 'pau') or accent is None:
+            if phone in ('', 'sil', 'pau') or accent is None:
                 key = None
                 continue
             pos = label.split('/F:')[1].split('/')[0]  # unique per accent phrase
