@@ -58,9 +58,12 @@ def test_the_command_line_gives_them_too():
     env = dict(os.environ, PYTHONPATH=str(REPO))
     for kind in KINDS:
         text, kana = TABLE[kind][-1]
-        out = subprocess.run(
-            [sys.executable, '-m', 'hayakoe_ros.say', '--print-reading', '--', text],
-            capture_output=True, text=True, env=env, timeout=120, cwd=REPO)
+        try:
+            out = subprocess.run(
+                [sys.executable, '-m', 'hayakoe_ros.say', '--print-reading', '--', text],
+                capture_output=True, text=True, env=env, timeout=120, cwd=REPO)
+        except OSError as exc:  # make test-aarch64: qemu user mode, no binfmt_misc
+            pytest.skip(f'this interpreter cannot start a child of itself: {exc}')
         assert out.returncode == 0, out.stderr
         assert out.stdout.rstrip('\n') == kana, (kind, text)
 
