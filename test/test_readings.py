@@ -143,3 +143,31 @@ def test_a_correction_applies_only_to_a_whole_word():
     assert reading('本日中止') == 'ホンジツチューシ'  # 本日 + 中止, no 本日中
     assert reading('ご利用の方法') == 'ゴリヨーノホーホー'
     assert reading('この道を行って右です') == 'コノミチヲイッテミギデス'
+
+
+def test_a_long_run_of_small_wa_loses_none():
+    """``ヮヰ`` x 200 lost every ヮ (Open JTalk drops a small ワ after no ク/グ)."""
+    got = reading('ヮヰ' * 200)
+    assert got.count('ワ') == 200 and got.count('ヰ') == 200, got[:40]
+    assert reading('クヮ') == 'クヮ'  # kwa, joined to the ク before it, stays small
+
+
+def test_hayakoe_reads_every_rows_front_end_output_the_same(tiny_model_root):
+    """What the node hands hayakoe reads the same after hayakoe's own normaliser and g2p.
+
+    So each reading of the table reaches the hayakoe voice as it reaches Open JTalk.
+    """
+    import pyopenjtalk
+
+    from hayakoe_ros.engines import hayakoe_internals
+
+    hayakoe_internals.ensure_tokenizer(str(tiny_model_root / 'bert' / 'tokenizer'))
+    for kind, text, _ in ROWS:
+        for seg in prepare(text, 10 ** 6, 60)[1]:
+            normalized, phones = hayakoe_internals.front_end(seg.text)
+            # Open JTalk marks devoiced vowels in capitals (U, I); hayakoe does not.
+            ours = [p if p == 'N' else p.lower() for p in pyopenjtalk.g2p(seg.text).split()
+                    if p not in ('pau', 'sil')]
+            # hayakoe writes the geminate (ッ) as 'q' where Open JTalk writes 'cl'.
+            theirs = ['cl' if p == 'q' else p for p in phones if p.isalpha()]
+            assert theirs == ours, (kind, text, seg.text, normalized)

@@ -36,7 +36,11 @@ VARIANTS = {
 
 #: Ligatures and rare kana, to the kana they stand for.
 LIGATURES = {'〼': 'ます', 'ゟ': 'より', 'ヿ': 'こと', 'ヷ': 'ヴァ', 'ヸ': 'ヴィ', 'ヹ': 'ヴェ',
-             'ヺ': 'ヴォ', '〻': '々'}
+             'ヺ': 'ヴォ', '〻': '々', '〆': 'しめ'}
+#: Spellings that hayakoe's normaliser would cut short (it drops 〆, and reads the (株) that
+#: NFKC makes of ㈱ as カブ), to ones both voices read in full.
+WORD_FORMS = {'〆切': '締切', '(株)': '株式会社', '(有)': '有限会社'}
+_WORD_FORMS_RE = re.compile('|'.join(re.escape(w) for w in WORD_FORMS))
 
 # One str.translate table for all of it: variation selectors (standardised FE00-FE0F and
 # ideographic E0100-E01EF) map to nothing, the rest to their readable forms.
@@ -103,11 +107,14 @@ def _pairs(kanji: str) -> bool:
 def rewrite(text: str) -> str:
     """Ligatures, placeholders, unpaired ``々`` and typed laughter, in text after NFKC.
 
-    ``〼`` -> ``ます``, ``ヷ`` -> ``ヴァ`` (:data:`LIGATURES`);
+    ``〼`` -> ``ます``, ``ヷ`` -> ``ヴァ`` (:data:`LIGATURES`), ``〆切`` -> ``締切``
+    (:data:`WORD_FORMS`);
     ``〇〇ホテル`` -> ``マルマルホテル`` (``二〇二四`` stays a numeral); ``X々`` where no
     dictionary word pairs ``々`` with ``X`` -> ``XX``; ``すごいwww`` -> ``すごいワラ``; a
     reply's leading ``は、`` -> ``ハ、``.
     """
+    if '〆' in text or '(' in text:
+        text = _WORD_FORMS_RE.sub(lambda m: WORD_FORMS[m.group(0)], text)
     if _LIGATURE_RE.search(text):
         text = text.translate(_LIGATURE_TABLE)
     if '〇' in text or '○' in text or '◯' in text:
