@@ -59,7 +59,7 @@ _KANJI_BUN_NO_RE = re.compile('([一二三四五六七八九十百千]+)分の(?
 
 _EMERGENCY = {'110': 'ヒャクトー', '119': 'ヒャクジューキュー'}
 _EMERGENCY_RE = re.compile(r'(?<![\d.,])(110|119)(?=番)')
-_HATACHI_RE = re.compile(r'(?<![\d.,])(?:20|二十)歳')
+_HATACHI_RE = re.compile(r'(?<![\d.,])(?:20|二十)歳(?!から)')  # not the start of a range
 _TSUITACHI_RE = re.compile(r'(?:(?<=毎月)|(?<=今月)|(?<=来月)|(?<=先月)|(?<=翌月)|(?<=毎月の))1日'
                            r'|(?<![\d.,])1日(?=%s曜日|付)' % _WD)
 _ZERO_RE = re.compile(r'(?<![\d.,])0(?=時(?!間)|度)')
