@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 from pathlib import Path
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -88,6 +89,16 @@ for name, fn in (('normalize', lambda: frontend.normalize(text)),
         times.append(time.perf_counter() - t)
     out[name + '_ms_per_100'] = statistics.median(times) * 1e3 / (len(text) / 100)
 out['rss_mb'] = rss_mb()
+try:  # the correction table's own load: parsing its rows, compiling its pattern
+    import re
+    from hayakoe_ros.text import corrections
+    t = time.perf_counter()
+    rows = corrections.parse(corrections.TABLE)
+    re.compile('|'.join(re.escape(w) for w in sorted(rows, key=len, reverse=True)))
+    out['corrections_load_ms'] = (time.perf_counter() - t) * 1e3
+    out['correction_rows'] = len(corrections.ROWS)
+except ImportError:
+    pass
 print(json.dumps(out))
 """
 
@@ -100,19 +111,24 @@ def _table_texts() -> list:
     return [text for rows in table.values() for text, _ in rows]
 
 
-def _side(root: Path, reps: int) -> dict:
+def _side(root: Path, reps: int, runs: int) -> dict:
+    """Medians over ``runs`` fresh processes (start-up times vary with the machine's load)."""
     env = dict(os.environ, PYTHONPATH=str(root), HF_HUB_OFFLINE='1')
-    proc = subprocess.run([sys.executable, '-c', _CHILD, str(root), MIXED, str(reps),
-                           json.dumps(_table_texts(), ensure_ascii=False)],
-                          capture_output=True, text=True, env=env, timeout=600, cwd=root)
-    if proc.returncode != 0:
-        raise RuntimeError(f'front-end bench in {root} failed: {proc.stderr[-2000:]}')
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    results = []
+    for _ in range(runs):
+        proc = subprocess.run([sys.executable, '-c', _CHILD, str(root), MIXED, str(reps),
+                               json.dumps(_table_texts(), ensure_ascii=False)],
+                              capture_output=True, text=True, env=env, timeout=600, cwd=root)
+        if proc.returncode != 0:
+            raise RuntimeError(f'front-end bench in {root} failed: {proc.stderr[-2000:]}')
+        results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return {key: statistics.median(r[key] for r in results) for key in results[0]}
 
 
-def measure(reps: int = 200, baseline: str = BASELINE) -> dict:
+def measure(reps: int = 200, baseline: str = BASELINE, runs: int = 3) -> dict:
     """Both sides' numbers (``baseline`` None or not in git: this tree only)."""
-    out: dict = {'reps': reps, 'chars': len(MIXED), 'now': _side(REPO, reps)}
+    out: dict = {'reps': reps, 'runs': runs, 'chars': len(MIXED),
+                 'now': _side(REPO, reps, runs)}
     if not baseline:
         return out
     with tempfile.TemporaryDirectory(prefix='hayakoe_fe_base_') as tmp:
@@ -122,7 +138,7 @@ def measure(reps: int = 200, baseline: str = BASELINE) -> dict:
             out['baseline_error'] = archive.stderr.decode(errors='replace')[-500:]
             return out
         subprocess.run(['tar', '-x', '-C', tmp], input=archive.stdout, check=True)
-        out['baseline'] = dict(_side(Path(tmp), reps), rev=baseline)
+        out['baseline'] = dict(_side(Path(tmp), reps, runs), rev=baseline)
     return out
 
 
@@ -145,8 +161,11 @@ def markdown(r: dict) -> str:
             lines.append(f'| {label} | {now:.{digits}f} | | |')
     lines.append('')
     lines.append(f"Mixed robot text of {r['chars']} characters, median of {r['reps']} calls, "
-                 'each side in a fresh process'
+                 f"each side in {r.get('runs', 1)} fresh processes (medians)"
                  + (f" (baseline: git {base['rev'][:7]})." if base else '.'))
+    if 'corrections_load_ms' in r['now']:
+        lines.append(f"The correction table ({r['now']['correction_rows']:.0f} rows) loads in "
+                     f"{r['now']['corrections_load_ms']:.2f} ms (parsing and its pattern).")
     return '\n'.join(lines)
 
 
@@ -154,11 +173,12 @@ def main(argv=None) -> int:
     """Measure and print (and write ``--json``)."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--reps', type=int, default=200)
+    parser.add_argument('--runs', type=int, default=3, help='fresh processes per side')
     parser.add_argument('--baseline', default=BASELINE,
                         help="git revision to compare with ('' for none)")
     parser.add_argument('--json', type=Path)
     args = parser.parse_args(argv)
-    result = measure(args.reps, args.baseline)
+    result = measure(args.reps, args.baseline, args.runs)
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + '\n', encoding='utf-8')
     print(markdown(result))
