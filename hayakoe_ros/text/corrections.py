@@ -81,6 +81,14 @@ TABLE = """
 # 一目, 何分: ひとめ, なんぷん in these contexts (Open JTalk: いちもく, なにぶん)
 一目で	ひと目で
 何分かか	なんぷんかか
+# 降る of rain and snow: ふり (Open JTalk: おり, of 降りる) in 降りそう, 降りました
+雨が降り	雨がふり
+雪が降り	雪がふり
+# 開く of a door, a window, a shop: あく (Open JTalk: ひらく)
+ドアが開	ドアがあ
+扉が開	扉があ
+窓が開	窓があ
+店が開	店があ
 # everyday words with a wrong first reading
 明後日	あさって
 お手数	おてすう
@@ -112,7 +120,8 @@ def parse(table: str) -> dict:
 
 #: Nouns of who a person is, after which の方 is that person (かた), not a side (ほう).
 PERSONS = ('御用', 'ご用', '担当', '係', 'ご家族', '関係者', 'ご希望', '初めて', 'お待ち',
-           'ご利用', 'お急ぎ', 'お連れ', '該当', 'ご来場', 'ご来店', 'ご予約', 'お持ち', '保護者')
+           'ご利用', 'お急ぎ', 'お連れ', '該当', 'ご来場', 'ご来店', 'ご予約', 'お持ち', '保護者',
+           '車椅子', 'お子様連れ')
 
 
 def _person_rows() -> dict:
