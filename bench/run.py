@@ -39,7 +39,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # tools/ is a top-level package, not installed
     sys.path.insert(0, str(REPO))
 
-from bench import memory_report, openjtalk_isolation, report, responsiveness  # noqa: E402
+from bench import (frontend_speed, memory_report, openjtalk_isolation, report,  # noqa: E402
+                   responsiveness)
 from bench.node_driver import BenchClient, NodeProcess, read_cpu_s, read_vm_kib  # noqa: E402
 from bench.raw_worker import SPEAKER, VOICE, model_root  # noqa: E402
 from bench.texts import benchmark_sentences, benchmark_texts, rate_sentences  # noqa: E402,E501
@@ -552,6 +553,10 @@ def markdown(a: dict, results: dict) -> str:
     if iso:
         parts += ['### Open JTalk in a worker process (bench/openjtalk_isolation.py)', '',
                   openjtalk_isolation.markdown(iso), '']
+    fe = results['raw'].get('extras', {}).get('frontend')
+    if fe:
+        parts += ['### Text front end (bench/frontend_speed.py)', '',
+                  frontend_speed.markdown(fe), '']
     return '\n'.join(parts)
 
 
@@ -656,6 +661,7 @@ def main(argv=None) -> int:
                     args.recipe, root, log_dir, log)
                 log('Open JTalk in-process vs in a worker process (no ROS)')
                 extras['openjtalk_isolation'] = openjtalk_isolation.measure(3)
+                extras['frontend'] = frontend_speed.measure()
             except Exception:
                 for f in sorted(log_dir.iterdir()):  # the processes' logs explain it
                     print(f'--- {f.name}\n{f.read_text(errors="replace")[-4000:]}',

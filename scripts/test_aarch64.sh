@@ -52,7 +52,9 @@ PLATFORMS=(manylinux2014_aarch64)
 for minor in $(seq 17 28); do PLATFORMS+=("manylinux_2_${minor}_aarch64"); done
 TIMEOUT_S="${AARCH64_TIMEOUT_S:-1200}"
 
-# What runs: test_text, test_audio, test_engines, test_scheduler and test_aarch64_parity,
+# What runs: test_text, test_readings (the readings table, exactly, and the front end's bad
+# input), test_accent_unchanged, test_audio, test_engines, test_scheduler and
+# test_aarch64_parity,
 # less what cannot work at emulated speed or repeats platform-independent checks at a
 # high emulated price.  The tiny model costs about 8 s of emulated compute per second of
 # audio (30-100 times the host), and loading an engine about a minute.
@@ -87,7 +89,7 @@ PIPELINE_SHARD_TESTS=(
 join_or() { local IFS='|' all; all="$*"; echo "${all//|/ or }"; }
 SHARD_NAMES=(engines pipeline)
 SHARD_ARGS=(
-  "test/test_text.py test/test_audio.py test/test_engines.py test/test_scheduler.py"
+  "test/test_text.py test/test_readings.py test/test_accent_unchanged.py test/test_audio.py test/test_engines.py test/test_scheduler.py"
   "test/test_scheduler.py test/test_aarch64_parity.py"
 )
 SHARD_K=(

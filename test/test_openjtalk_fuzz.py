@@ -76,6 +76,20 @@ CASES = {
     'archaic kana triple': 'ヰヱヴ' * 150,
     'archaic kana blocks': ''.join(ch * 50 for ch in 'ヰヱ' * 4),
     'archaic kana inside a sentence': '今日は' + 'ヰヱ' * 300 + 'です。',
+    # What the front end reads specially, repeated: symbols (10,000 of each in a row, cut
+    # to a few by the input checks), placeholders, ligatures, Roman numerals, laughter,
+    # variation selectors, dotted numbers, arithmetic, ranges, the small ワ.
+    'symbols x 10000 each': ''.join('数' + s * 10000 for s in '+×÷※#&±≒=°−<>'),
+    'placeholders x 1900': '〇' * 1900,
+    'masu ligature x 900': '〼' * 900,  # ます each: 1800 characters
+    'roman numerals x 1900': 'Ⅱ' * 1900,
+    'laughter x 1900': 'ね' + 'w' * 1900,
+    'variation selectors after a kanji': '葛' + '\U000e0100' * 1900,
+    'dotted numbers x 900': '1.' * 900 + '1',
+    'arithmetic chain x 900': '1+' * 900 + '1=1',
+    'day ranges x 400': '1日〜' * 400 + '2日',
+    'weekday ranges x 600': '月〜' * 600 + '金',
+    'small wa alternating': 'ヮヰ' * 200,
 }
 
 # One worker takes the inputs in turn and reports each as it ends; when it dies on one (a

@@ -2,10 +2,12 @@
 # SPDX-License-Identifier: AGPL-3.0-or-later
 """The Japanese text front end: a client's text to synthesis segments (no ROS imports).
 
-One way through it, :func:`~.pipeline.prepare`: input checks (:mod:`.segment`), SSML
-(:mod:`.ssml`), readings of numbers, times, units, URLs and English (:mod:`.frontend`,
-:mod:`.numbers`, :mod:`.english`), the user dictionary (:mod:`.userdict`), then
-segmenting (:mod:`.segment`: where every segment ends, the first one included). It imports
+One way through it, :func:`~.pipeline.prepare`: input checks (:mod:`.checks`), SSML
+(:mod:`.ssml`), readings of numbers, times, units, URLs, English, symbols, counted things
+and rare characters (:mod:`.frontend`, :mod:`.numbers`, :mod:`.english`, :mod:`.symbols`,
+:mod:`.counted`, :mod:`.chars`), the correction table of Open JTalk's misreads
+(:mod:`.corrections`), the user dictionary (:mod:`.userdict`), then segmenting
+(:mod:`.segment`, with :mod:`.words`: where every segment ends, the first one included). It imports
 nothing of the speech scheduling, which takes its :class:`~.segment.Segment` objects.
 """
 

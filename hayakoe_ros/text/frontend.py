@@ -22,7 +22,7 @@ import re
 import unicodedata
 from typing import Callable, Optional
 
-from . import english
+from . import chars, corrections, counted, english, symbols, userdict
 from .numbers import MAX_CARDINAL_DIGITS, PHONE_KANA, cardinal, digits, number
 
 KEEP_OPEN = '\ue000'
@@ -117,12 +117,16 @@ def strip_marks(text: str) -> str:
 def compat_normalize(text: str) -> str:
     """NFKC (compatibility forms: ㍻ -> 平成, ① -> 1, ｶﾅ -> カナ, Ａ -> A, ℃ -> °C).
 
+    Before it, :func:`.chars.before_nfkc` (variation selectors dropped, Roman numerals to
+    digits, rare kanji variants and ligatures replaced); after it, :func:`.chars.fix_kana`.
+
     Japanese punctuation survives: 、。「」・ are not compatibility characters, and ．～〜
     are kept as they are (``～`` becomes ``〜``).
     """
+    text = chars.before_nfkc(text)
     text = ''.join(_KEEP_WIDTH.get(ch, ch) for ch in text)
     text = unicodedata.normalize('NFKC', text)
-    return ''.join(_RESTORE_WIDTH.get(ch, ch) for ch in text)
+    return chars.fix_kana(''.join(_RESTORE_WIDTH.get(ch, ch) for ch in text))
 
 
 def host_reading(host: str) -> str:
@@ -227,7 +231,8 @@ def _signed(sign: Optional[str], value: str) -> str:
 
 def _temp(m: re.Match) -> str:
     head = '華氏' if m.group(3) == 'F' else ''
-    return keep(head + _signed(m.group(1), m.group(2)) + '度')
+    value = '零' if m.group(2) == '0' else _signed(m.group(1), m.group(2))  # 0℃: レード
+    return keep(head + value + '度')
 
 
 def _currency(m: re.Match) -> str:
@@ -270,29 +275,40 @@ def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> 
         and no-cut marks around the readings of numbers, dates, times, URLs.
     """
     text = compat_normalize(text)
+    text = corrections.apply(chars.rewrite(text), userdict.active())
     text = _URL_RE.sub(_url, text)
     text = _EMAIL_RE.sub(_email, text)
     text = _DOMAIN_RE.sub(_url, text)
     if latin_words is not None:
         text = latin_words(text)
+    text = symbols.idioms(text)
     text = _ABBREV_RE.sub(lambda m: ABBREVIATIONS[m.group(1)], text)
+    text = symbols.equations(text)
     text = _DATE_YMD_RE.sub(_date_ymd, text)
+    text = symbols.dotted(text, keep)
     text = _TIME_RE.sub(_time, text)
     text = _PHONE_RE.sub(_phone, text)
+    text = counted.fractions(text, keep)
     text = _DATE_MD_RE.sub(_date_md, text)
     text = _FRACTION_RE.sub(lambda m: keep(number(m.group(2)) + 'ブンノ' + number(m.group(1))),
                             text)
     text = _KEPT_RANGE_RE.sub('から', text)
     text = _HYPHEN_RANGE_RE.sub('から', text)
+    text = counted.ranges(text)
     text = _SPEED_RE.sub(_speed, text)
     text = _TEMP_RE.sub(_temp, text)
+    text = symbols.degrees(text, keep)
     text = _RANGE_RE.sub(lambda m: m.group(1) + 'から', text)
     text = _CURRENCY_RE.sub(_currency, text)
     text = _PERCENT_RE.sub(lambda m: keep(number(m.group(1)) + 'パーセント'), text)
     text = _UNIT_RE.sub(lambda m: keep(number(m.group(1)) + UNITS[m.group(2)]), text)
     text = _SIGNED_RE.sub(lambda m: keep('マイナス' + number(m.group(1))), text)
+    text = counted.idioms(text, keep)
+    text = symbols.operators(text)
     text = _NUMBER_RE.sub(_number, text)
     text = _ENGLISH_RUN_RE.sub(_english_run, text)
     # Spaces between Japanese characters are not read (hayakoe deletes them; Open JTalk
     # would pause): drop them, keep those next to ASCII.
-    return _JA_SPACE_RE.sub('', text)
+    text = _JA_SPACE_RE.sub('', text)
+    chars.log_unreadable(text)
+    return text

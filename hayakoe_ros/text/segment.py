@@ -1,6 +1,6 @@
 # Copyright 2026 The hayakoe_ros Authors
 # SPDX-License-Identifier: AGPL-3.0-or-later
-"""Input text checks and segmenting (no ROS imports).
+"""Segmenting of prepared text (no ROS imports; the input checks are :mod:`.checks`).
 
 Segmenting is what keeps time to first audio short whatever the length of the text: the
 text is cut at sentence ends, and any sentence longer than ``max_segment_chars`` is cut
@@ -23,15 +23,13 @@ from __future__ import annotations
 import dataclasses
 import enum
 import re
-import unicodedata
 from typing import Optional
 
 from ..engines import openjtalk_guard
+from .checks import (MAX_UNSPEAKABLE_RUN, SPEAKABLE_RE, InputError, prepare_text,  # noqa: F401
+                     strip_control)  # re-exported: the speech layer and the tests import them here
 from .frontend import KEEP_CLOSE, KEEP_OPEN, strip_marks
-
-#: Characters that produce morae: kana, kanji, Latin letters and digits (half and full
-#: width). Same class as hayakoe's ``_HAS_SPEECH_RE``.
-SPEAKABLE_RE = re.compile('[ぁ-ゖァ-ヶ一-鿿々〆〇a-zA-Z0-9０-９Ａ-Ｚａ-ｚｦ-ﾟ]')
+from .words import njd_cuts, word_boundaries
 
 # A sentence ends after a run of terminators (and closing brackets right after them), or
 # at a newline. ASCII '.' ends a sentence only before whitespace or the end of the text.
@@ -41,28 +39,6 @@ _SENTENCE_END_RE = re.compile(
 # and ':' unless a digit follows (1,234 / 10:30) or '//' does (a URL's scheme).
 _CLAUSE_CUT_RE = re.compile(r'(?<=[、，；;：」』）)”])|(?<=,)(?!\d)|(?<=:)(?!\d|//)'
                             r'|(?=[「『（(“])')
-
-
-# ANSI/VT100 escape sequences: CSI (ESC [ ... final byte) and OSC (ESC ] ... BEL/ST).
-# A lone ESC is dropped with the other control characters.
-_ANSI_RE = re.compile(r'\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\))')
-# Runs of characters the voice cannot read (punctuation, symbols, emoji) longer than this
-# are cut to it: they add nothing to speech and would defeat max_segment_chars.
-MAX_UNSPEAKABLE_RUN = 4
-_SPEAKABLE_CLASS = 'ぁ-ゖァ-ヶ一-鿿々〆〇a-zA-Z0-9０-９Ａ-Ｚａ-ｚｦ-ﾟ'
-_UNSPEAKABLE_RUN_RE = re.compile(
-    r'[^%s\s]{%d,}' % (_SPEAKABLE_CLASS, MAX_UNSPEAKABLE_RUN + 1))
-
-
-class InputError(ValueError):
-    """Text that cannot be spoken. ``code`` is a stable machine-readable reason.
-
-    Codes: ``empty``, ``nothing_speakable``, ``too_long``, ``bad_ssml`` (see :mod:`.ssml`).
-    """
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 class Boundary(str, enum.Enum):
@@ -137,53 +113,6 @@ class SegmentRamp:
     def add(self, text: str) -> None:
         """Count a segment that was cut (its text, marks allowed)."""
         self.spoken += _len(text)
-
-
-def strip_control(text: str) -> str:
-    """Remove terminal escape sequences and control/format characters, keeping newlines.
-
-    ANSI escape sequences (ESC ``[31m``) go whole; other Unicode Cc/Cf/Cs/Co characters
-    are dropped; tabs and carriage returns become spaces/newlines; zero-width joiners and
-    the like vanish. Returns the cleaned text (not stripped of spaces).
-    """
-    text = _ANSI_RE.sub('', text)
-    text = text.replace('\r\n', '\n').replace('\r', '\n').replace('\t', ' ')
-    return ''.join(ch for ch in text
-                   if ch == '\n' or unicodedata.category(ch) not in ('Cc', 'Cf', 'Cs', 'Co'))
-
-
-def prepare_text(text: str, max_chars: int) -> str:
-    """Clean and check one utterance.
-
-    Args:
-        text: Raw text from a client.
-        max_chars: Upper bound on the cleaned text's length, in characters.
-
-    Returns:
-        The text with control characters and escape sequences removed, runs of more than
-        ``MAX_UNSPEAKABLE_RUN`` unreadable characters (punctuation, symbols, emoji) cut to
-        that length, and outer whitespace stripped.
-
-    Raises:
-        InputError: ``empty`` (empty or whitespace only), ``too_long`` (over
-            ``max_chars``), ``nothing_speakable`` (punctuation, emoji or symbols only).
-    """
-    cleaned = strip_control(text).strip()
-    cleaned = _UNSPEAKABLE_RUN_RE.sub(lambda m: m.group(0)[:MAX_UNSPEAKABLE_RUN], cleaned)
-    if not cleaned:
-        raise InputError('empty', 'text is empty (or only whitespace/control characters)')
-    if len(cleaned) > max_chars:
-        raise InputError('too_long', f'text has {len(cleaned)} characters; the limit is '
-                         f'max_chars={max_chars}')
-    if not SPEAKABLE_RE.search(cleaned):
-        raise InputError('nothing_speakable',
-                         f'nothing speakable in {_preview(cleaned)}: it has no kana, kanji, '
-                         'Latin letters or digits that the Japanese voice can read')
-    return cleaned
-
-
-def _preview(text: str, limit: int = 40) -> str:
-    return repr(text if len(text) <= limit else text[:limit] + '...')
 
 
 def split_sentences(text: str) -> list:
@@ -281,49 +210,6 @@ def _unmark(text: str) -> tuple:
     return ''.join(out), spans
 
 
-def word_boundaries(text: str) -> list:
-    """Offsets where ``text`` may be cut, from Open JTalk's front end (NJD features).
-
-    Returns:
-        ``(offset, accent_phrase)`` pairs, ``0 < offset < len(text)``, in order:
-        ``accent_phrase`` is True where an accent phrase starts (NJD ``chain_flag`` != 1),
-        False at other word starts. Never between two numeral words (百 / 二十), so a
-        number stays whole, nor before a suffix or after a prefix (三百 / 本 would read
-        ホン, not ボン; 第 / 三). Words Open JTalk reads differently from their spelling (ASCII
-        digits) are skipped, so no boundary is reported inside them.
-    """
-    return _njd_cuts(text)[0]
-
-
-def _njd_cuts(text: str) -> tuple:
-    """``(cuts, starts, total)``: the NJD words of ``text`` and their morae.
-
-    ``cuts``: :func:`word_boundaries`' ``(offset, accent_phrase)`` pairs; ``starts``:
-    ``(offset, morae before it)`` of every word found in the text; ``total``: the morae
-    (NJD ``mora_size``) of every word.
-    """
-    norm = ''.join(c if len(unicodedata.normalize('NFKC', c)) != 1
-                   else unicodedata.normalize('NFKC', c) for c in text)
-    pos, prev_num, prev_prefix, cuts, starts, morae = 0, False, False, [], [], 0
-    for feat in openjtalk_guard.run_frontend(text):
-        word = unicodedata.normalize('NFKC', feat['string'])
-        start = norm.find(word, pos, pos + len(word) + 4) if word else -1
-        size = int(feat.get('mora_size') or 0)
-        if start < 0:
-            prev_num = False
-            morae += size
-            continue
-        starts.append((start, morae))
-        is_num = feat.get('pos_group1') == '数'
-        bound = feat.get('pos_group1') == '接尾' or prev_prefix  # a counter after a number
-        if 0 < start < len(text) and not (is_num and prev_num) and feat['pos'] != '記号' \
-                and not bound:
-            cuts.append((start, feat.get('chain_flag') != 1))
-        pos, prev_num, prev_prefix = start + len(word), is_num, feat['pos'] == '接頭詞'
-        morae += size
-    return cuts, starts, morae
-
-
 def first_cut(sentence: str, min_morae: int, max_chars: Optional[int] = None
               ) -> Optional[tuple]:
     """Where an utterance's first segment ends in its first sentence.
@@ -347,7 +233,7 @@ def first_cut(sentence: str, min_morae: int, max_chars: Optional[int] = None
         whether it is a clause boundary; None: no cut.
     """
     text, spans = _unmark(sentence)
-    cuts, starts, total = _njd_cuts(text)
+    cuts, starts, total = njd_cuts(text)
     clause_cuts = {m.start() for m in _CLAUSE_CUT_RE.finditer(text)} - {0, len(text)}
     for cut in sorted({c for c, accent in cuts if accent} | clause_cuts):
         if max_chars is not None and cut > max_chars:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import logging
 import os
 import re
 import sys
@@ -49,6 +50,7 @@ _SENTINEL = '\ue0ff'
 #: limits (entries of 300 characters were measured to work).
 MAX_FIELD_CHARS = 100
 
+_LOG = logging.getLogger('hayakoe_ros.text')
 _LOCK = threading.Lock()
 _active: Optional['UserDictionary'] = None
 
@@ -180,6 +182,8 @@ def apply(dictionary: Optional[UserDictionary]) -> None:
     """Make ``dictionary`` the one Open JTalk (both voices) and the front end use.
 
     None removes the user dictionary. Process-wide (pyopenjtalk's dictionary is global).
+    An entry whose surface overlaps a row of the shipped correction table
+    (:mod:`.corrections`) wins over that row; each such pair is logged once at INFO.
 
     Raises:
         UserDictionaryError: MeCab could not compile it.
@@ -206,6 +210,11 @@ def apply(dictionary: Optional[UserDictionary]) -> None:
                 raise UserDictionaryError(f'user dictionary {path}: {exc}') from exc
         _active = dictionary
         english.clear_cache()
+    from . import corrections
+
+    for surface, row in corrections.overridden(dictionary):
+        _LOG.info('user dictionary entry %r overrides the shipped correction of %r', surface,
+                  row)
 
 
 _DIGEST: list = [None, '']  # the active dictionary and its digest

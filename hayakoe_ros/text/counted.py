@@ -1,0 +1,128 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""Counted things: ranges, weekday ranges, fractions, and numbers with fixed readings.
+
+Called by :func:`.frontend.normalize` on text that still holds ASCII digits:
+
+* :func:`fractions` (before month/day dates): ``1/4の量`` is a quarter, not January 4th,
+  when a quantity word follows (:data:`QUANTITY_AFTER`) or 約/およそ comes before; and
+  ``N分のM`` always reads ブンノ (Open JTalk says ヨンプンノイチ for 四分の一).
+* :func:`ranges` (before the bare-number ranges): ``5〜6日`` -> 5日から6日 (イツカカラムイカ:
+  the first number takes the counter, for the counters of :data:`POINT_COUNTERS`, whose
+  sound the number changes or which name a point in time); ``9時〜18時`` -> から;
+  ``500円〜`` -> 500円から; ``土〜日`` -> ドからニチ, ``月〜金曜日`` ゲツからキン曜日.
+* :func:`idioms` (before plain numbers): ``110番`` ヒャクトーバン, ``20歳`` はたち,
+  ``毎月1日`` ついたち, ``0時`` レージ, ``0度`` レード, ``10分`` ジュップン (never
+  ジューブン), ``1日(月)`` ツイタチゲツヨービ.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .numbers import number
+
+_NUM = r'\d+(?:\.\d+)?'
+
+#: Counters the first number of a range takes too (``3〜4分`` -> 3分から4分).
+POINT_COUNTERS = ('時間', '日間', '週間', 'か月', 'ヶ月', 'カ月', '時', '分', '秒', '日', '月',
+                  '年', '割', '歳', '階', '週', '泊')
+_COUNTER_RANGE_RE = re.compile(r'(?<![\d.])(%s)\s*[〜~]\s*(%s)(%s)' % (
+    _NUM, _NUM, '|'.join(POINT_COUNTERS)))
+# A range whose first number has its counter already: 9時〜18時, 3個〜5個.
+_AFTER_COUNTER_RE = re.compile(r'(?<=\d)([一-龥ぁ-ゖァ-ヶ]{1,2})\s*[〜~]\s*(?=\d|午前|午後)')
+# After a date's weekday in brackets: 1日(月)〜5日(金).
+_AFTER_WEEKDAY_RE = re.compile(r'(?<=[月火水木金土日][）)])\s*[〜~]\s*(?=\d)')
+# An open range: 500円〜 (from 500 yen on).
+_OPEN_RANGE_RE = re.compile(r'(?<=\d)([円個人回枚台件時分日月年歳階名]|時間)\s*[〜~]'
+                            r'(?=\s|$|[、。！？!?）)」])')
+
+#: Weekday kanji and the on-readings they have in ranges (月〜金: ゲツからキン).
+WEEKDAYS = {'月': 'ゲツ', '火': 'カ', '水': 'スイ', '木': 'モク', '金': 'キン', '土': 'ド',
+            '日': 'ニチ'}
+_WD = '[月火水木金土日]'
+_WEEKDAY_RANGE_RE = re.compile(
+    r'(?<![一-鿿\d])[（(]?(%s)(曜日?)?[）)]?\s*[〜~]\s*[（(]?(%s)(?=曜|[）)]|[^一-鿿]|$)[）)]?'
+    % (_WD, _WD))
+
+#: Words after ``a/b`` that make it a quantity (a fraction), not a month/day date.
+QUANTITY_AFTER = ('の量', 'の確率', 'の割合', 'の大きさ', 'の長さ', 'の重さ', 'の面積',
+                  'の人', 'の時間', 'の距離', 'の値段', 'の価格', 'の速さ', 'の速度', 'の容量',
+                  'の力', 'の数', 'の高さ', 'の幅', 'の範囲', 'の部分', 'の程度', 'の分量',
+                  '以上', '以下', '未満', '程度', 'くらい', 'ぐらい', 'ほど', 'ずつ', '倍',
+                  'カップ', 'サイズ', 'スケール', 'の確率で')
+_FRACTION_CONTEXT_RE = re.compile(
+    r'(?:(?<=約)|(?<=およそ)|(?<=全体の))?(?<![\d/.:-])(\d{1,3})/(\d{1,3})(?![\d/])'
+    r'(?=(%s))?' % '|'.join(QUANTITY_AFTER))
+_BUN_NO_RE = re.compile(r'(?<![\d.])(\d+)\s*分の\s*(\d+(?:\.\d+)?)')
+_KANJI_BUN_NO_RE = re.compile('([一二三四五六七八九十百千]+)分の(?=[一二三四五六七八九十百千])')
+
+_EMERGENCY = {'110': 'ヒャクトー', '119': 'ヒャクジューキュー'}
+_EMERGENCY_RE = re.compile(r'(?<![\d.,])(110|119)(?=番)')
+_HATACHI_RE = re.compile(r'(?<![\d.,])(?:20|二十)歳(?!から)')  # not the start of a range
+_TSUITACHI_RE = re.compile(r'(?:(?<=毎月)|(?<=今月)|(?<=来月)|(?<=先月)|(?<=翌月)|(?<=毎月の))1日'
+                           r'|(?<![\d.,])1日(?=%s曜日|付)' % _WD)
+_ZERO_RE = re.compile(r'(?<![\d.,])0(?=時(?!間)|度)')
+# Ten minutes: Open JTalk takes 十分 for じゅうぶん (enough) before most words (十分です,
+# 十分前); written 一〇 the same numeral is split from 分 and read ジュップン everywhere.
+_TEN_MINUTES_RE = re.compile(r'(?<![\d.,])10(?=分(?!の))')
+# A weekday in brackets after a date: 1日(月) ツイタチゲツヨービ, not ツキ.
+_WEEKDAY_PAREN_RE = re.compile(r'(?<=日)\s*[（(]([月火水木金土日])(?:曜日?)?[）)]')
+
+
+def fractions(text: str, keep) -> str:
+    """``1/4の量`` -> 四ブンノ一 (a quarter) and ``3分の2`` -> 三ブンノ二.
+
+    Args:
+        text: Front-end text.
+        keep: The front end's no-cut wrapper (:func:`.frontend.keep`).
+
+    ``a/b`` with no quantity word after it (:data:`QUANTITY_AFTER`) and no 約/およそ before
+    is left to the date step (``4/1`` is April 1st).
+    """
+    if '/' in text:
+        def frac(m: re.Match) -> str:
+            before = m.string[max(0, m.start() - 3):m.start()]
+            if m.group(3) is None and not before.endswith(('約', 'およそ', '全体の')):
+                return m.group(0)
+            return keep(number(m.group(2)) + 'ブンノ' + number(m.group(1)))
+        text = _FRACTION_CONTEXT_RE.sub(frac, text)
+    if '分の' in text:
+        text = _BUN_NO_RE.sub(lambda m: keep(number(m.group(1)) + 'ブンノ' + number(m.group(2))),
+                              text)
+        text = _KANJI_BUN_NO_RE.sub(r'\1ブンノ', text)
+    return text
+
+
+def _weekday(m: re.Match) -> str:
+    first = m.group(1) + m.group(2) if m.group(2) else WEEKDAYS[m.group(1)]
+    following = m.string[m.end(3):m.end(3) + 1]
+    second = m.group(3) if following == '曜' else WEEKDAYS[m.group(3)]
+    return first + 'から' + second
+
+
+def ranges(text: str) -> str:
+    """Ranges between counted things read with から (see the module docstring)."""
+    if '〜' not in text and '~' not in text:
+        return text
+    text = _COUNTER_RANGE_RE.sub(r'\1\3から\2\3', text)
+    text = _AFTER_COUNTER_RE.sub(r'\1から', text)
+    text = _AFTER_WEEKDAY_RE.sub('から', text)
+    text = _OPEN_RANGE_RE.sub(r'\1から', text)
+    return _WEEKDAY_RANGE_RE.sub(_weekday, text)
+
+
+def idioms(text: str, keep) -> str:
+    """Numbers with fixed readings: emergency numbers, はたち, ついたち, zero as レー, 10分."""
+    if '番' in text:
+        text = _EMERGENCY_RE.sub(lambda m: keep(_EMERGENCY[m.group(1)]), text)
+    if '歳' in text:
+        text = _HATACHI_RE.sub('はたち', text)
+    if '(' in text or '（' in text:
+        text = _WEEKDAY_PAREN_RE.sub(lambda m: m.group(1) + '曜日', text)
+    if '1日' in text:
+        text = _TSUITACHI_RE.sub(lambda m: keep('ツイタチ'), text)
+    if '0' in text:
+        text = _ZERO_RE.sub(lambda m: keep('零'), text)
+        text = _TEN_MINUTES_RE.sub(lambda m: keep('一〇'), text)
+    return text
