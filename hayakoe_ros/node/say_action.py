@@ -195,6 +195,10 @@ class SayActionServer:
         try:
             return await self._run(goal_handle, record)
         finally:
+            # rclpy keeps the goal handle, request included, until the result expires
+            # (RESULT_TIMEOUT_S): the request's text is not needed once the goal has
+            # ended, so a burst of long rejected texts does not stay in memory 15 min.
+            goal_handle.request.text = ''
             with self._lock:
                 self._goals.pop(key, None)
                 self._lock.notify_all()
