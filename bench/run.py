@@ -39,8 +39,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # tools/ is a top-level package, not installed
     sys.path.insert(0, str(REPO))
 
-from bench import (frontend_speed, memory_report, openjtalk_isolation, report,  # noqa: E402
-                   responsiveness)
+from bench import (frontend_speed, memory_report, openjtalk_isolation,  # noqa: E402
+                   pulse_playout, report, responsiveness)
 from bench.node_driver import BenchClient, NodeProcess, read_cpu_s, read_vm_kib  # noqa: E402
 from bench.raw_worker import SPEAKER, VOICE, model_root  # noqa: E402
 from bench.texts import benchmark_sentences, benchmark_texts, rate_sentences  # noqa: E402,E501
@@ -553,6 +553,10 @@ def markdown(a: dict, results: dict) -> str:
     if iso:
         parts += ['### Open JTalk in a worker process (bench/openjtalk_isolation.py)', '',
                   openjtalk_isolation.markdown(iso), '']
+    pp = results['raw'].get('extras', {}).get('pulse_playout')
+    if pp:
+        parts += ['### Playing through player_node (bench/pulse_playout.py)', '',
+                  pulse_playout.markdown(pp), '']
     fe = results['raw'].get('extras', {}).get('frontend')
     if fe:
         parts += ['### Text front end (bench/frontend_speed.py)', '',
@@ -662,6 +666,8 @@ def main(argv=None) -> int:
                 log('Open JTalk in-process vs in a worker process (no ROS)')
                 extras['openjtalk_isolation'] = openjtalk_isolation.measure(3)
                 extras['frontend'] = frontend_speed.measure()
+                log('20 utterances through player_node into PulseAudio (underruns)')
+                extras['pulse_playout'] = pulse_playout.measure()
             except Exception:
                 for f in sorted(log_dir.iterdir()):  # the processes' logs explain it
                     print(f'--- {f.name}\n{f.read_text(errors="replace")[-4000:]}',

@@ -17,7 +17,7 @@ from audio_common_msgs.msg import AudioStamped
 from diagnostic_msgs.msg import DiagnosticStatus
 from std_msgs.msg import String
 
-from pulse_utils import PulseServer, missing
+from tools.pulse import PulseServer, missing
 from ros_utils import NodeProcess
 
 pytestmark = [pytest.mark.ros,

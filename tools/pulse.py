@@ -1,6 +1,6 @@
 # Copyright 2026 The hayakoe_ros Authors
 # SPDX-License-Identifier: AGPL-3.0-or-later
-"""A real PulseAudio server for tests: started by the test, a null sink, its monitor recorded.
+"""A real PulseAudio server for tests and benches: a null sink, its monitor recorded.
 
 The server runs with no system configuration (``-n``: no default.pa, ``-F /dev/null``),
 its own runtime directory under the test's tmp, ``--exit-idle-time=-1``, a native-protocol
