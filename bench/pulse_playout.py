@@ -83,7 +83,7 @@ def measure(n: int = UTTERANCES) -> dict:
                                  command=(sys.executable, '-m', 'hayakoe_ros.player_node'),
                                  env=pulse.client_env(), log_dir=Path(tmp))
             player.wait_for_log(f'{tts.namespace}/audio: 1 publisher(s) matched', 30)
-            client = ActionClient(node, TTS, tts.topic('say'))
+            client: ActionClient = ActionClient(node, TTS, tts.topic('say'))
             assert client.wait_for_server(timeout_sec=30), 'no say action server'
             ok, chunks = 0, 0
             for text in texts:
@@ -91,9 +91,12 @@ def measure(n: int = UTTERANCES) -> dict:
                 sent = client.send_goal_async(TTS.Goal(text=text),
                                               feedback_callback=got.append)
                 rclpy.spin_until_future_complete(node, sent, timeout_sec=30)
-                done = sent.result().get_result_async()
+                handle = sent.result()
+                assert handle is not None and handle.accepted, f'goal not accepted: {text}'
+                done = handle.get_result_async()
                 rclpy.spin_until_future_complete(node, done, timeout_sec=120)
-                ok += done.result().status == GoalStatus.STATUS_SUCCEEDED
+                result = done.result()
+                ok += result is not None and result.status == GoalStatus.STATUS_SUCCEEDED
                 chunks += len(got)  # one feedback message per chunk published
             values = _player_values(node, player.topic(player.name), chunks)
             return {'utterances': n, 'goals_ok': ok, 'chunks_published': chunks,
