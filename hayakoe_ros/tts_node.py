@@ -4,10 +4,11 @@
 
 Wiring only; each concern has its own module in :mod:`hayakoe_ros.node`:
 parameters (:mod:`~hayakoe_ros.node.parameters`), the ``say`` action server
-(:mod:`~hayakoe_ros.node.say_action`), message conversion
-(:mod:`~hayakoe_ros.node.messages`), diagnostics (:mod:`~hayakoe_ros.node.diagnostics`),
-the engine life cycle (:mod:`~hayakoe_ros.node.engine_loader`). The speech pipeline
-(:mod:`hayakoe_ros.speech`) and the engines (:mod:`hayakoe_ros.engines`) know no ROS.
+(:mod:`~hayakoe_ros.node.say_action`), the audio outputs and message conversion
+(:mod:`~hayakoe_ros.node.audio_out`, :mod:`~hayakoe_ros.node.messages`), diagnostics
+(:mod:`~hayakoe_ros.node.diagnostics`), the engine life cycle
+(:mod:`~hayakoe_ros.node.engine_loader`). The speech pipeline (:mod:`hayakoe_ros.speech`)
+and the engines (:mod:`hayakoe_ros.engines`) know no ROS.
 
 Interfaces (node-relative names, remappable): subscribes ``text`` (``std_msgs/String``),
 serves ``say`` (``audio_common_msgs/action/TTS``), publishes ``audio``
@@ -15,37 +16,32 @@ serves ``say`` (``audio_common_msgs/action/TTS``), publishes ``audio``
 ``/diagnostics``; service ``stop`` (``std_srvs/Trigger``).
 
 Threads: every ROS callback runs on the multi-threaded executor (reentrant group for
-text, goals, cancels and ``stop``; the diagnostics timer in its own group); ``_sink``,
-``on_chunk`` and ``on_done`` are called by the scheduler's threads.
+text, goals, cancels and ``stop``; the diagnostics timer in its own group); the audio
+outputs (:mod:`~hayakoe_ros.node.audio_out`), ``on_chunk`` and ``on_done`` are called by
+the scheduler's threads.
 """
 
 from __future__ import annotations
 
 import sys
 import threading
-import time
 from typing import Optional
 
 from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.publisher import Publisher
-from rclpy.qos_overriding_options import QoSOverridingOptions
 from rclpy.service import Service
 from rclpy.subscription import Subscription
-from std_msgs.msg import Bool, String
+from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from audio_common_msgs.msg import AudioStamped
 
 from .engines import UnknownStyleError
 from .node import log_bridge
+from .node.audio_out import AudioOut
 from .node.diagnostics import Snapshot, SpeechStats, build_status, rate_values
 from .node.engine_loader import EngineLoader
-from .node.messages import StampClock, chunk_to_msg
 from .node.restarts import RunRecord
 from .node.status import publish_status
 from .node.executor_wait import caught_up
@@ -90,19 +86,10 @@ class TTSNode(LifecycleNode):
                 'time(s) since its last clean exit); what it held was lost')
         self._group = ReentrantCallbackGroup()
         self._say: Optional[SayActionServer] = None
-        self._audio_pub: Optional[Publisher] = None
         self._text_sub: Optional[Subscription] = None
         self._stop_srv: Optional[Service] = None
-        self._stamps = StampClock(lambda: self.get_clock().now().nanoseconds, time.monotonic)
-        self._last_msg: tuple = (None, None)
-        self._speaking = False
-        self._speaking_lock = threading.Lock()
+        self._out = AudioOut(self, lambda: self._p('frame_id'))
         self.finalized = threading.Event()
-        self._speaking_pub = self.create_publisher(
-            Bool, 'speaking', QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
-                                         reliability=ReliabilityPolicy.RELIABLE,
-                                         durability=DurabilityPolicy.TRANSIENT_LOCAL))
-        self._speaking_pub.publish(Bool(data=False))
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._diag_group = MutuallyExclusiveCallbackGroup()
         self._diag_timer = self.create_timer(self._p('diagnostics_period_s'),
@@ -172,17 +159,12 @@ class TTSNode(LifecycleNode):
                 self._state_label = 'unconfigured'
                 return TransitionCallbackReturn.FAILURE
             self._scheduler = SpeechScheduler(
-                engine, self._sink, scheduler_config(self._values(SCHEDULER_PARAMETERS)),
-                on_speaking=self._set_speaking)
-            qos = QoSProfile(depth=self._p('qos_depth'), history=HistoryPolicy.KEEP_LAST,
-                             reliability=ReliabilityPolicy.RELIABLE,
-                             durability=DurabilityPolicy.VOLATILE)
-            self._audio_pub = self.create_publisher(
-                AudioStamped, 'audio', qos,
-                qos_overriding_options=QoSOverridingOptions.with_default_policies(),
-                event_callbacks=PublisherEventCallbacks(matched=self._on_audio_matched))
+                engine, self._out.publish,
+                scheduler_config(self._values(SCHEDULER_PARAMETERS)),
+                on_speaking=self._out.set_speaking)
+            self._out.open(self._p('qos_depth'))
             self._say = SayActionServer(self, self._speak_goal, self._cancel,
-                                        self._message, self._p('qos_depth'), self._group)
+                                        self._out.message, self._p('qos_depth'), self._group)
             self._stop_srv = self.create_service(Trigger, 'stop', self._on_stop,
                                                  callback_group=self._group)
             self._reset_diagnostics_timer()
@@ -194,14 +176,6 @@ class TTSNode(LifecycleNode):
             return TransitionCallbackReturn.FAILURE
         self._state_label = 'inactive'
         return TransitionCallbackReturn.SUCCESS
-
-    def _on_audio_matched(self, info) -> None:
-        # A subscriber that has not matched yet misses what is published (volatile): the
-        # log says when a player (or a test) starts receiving.
-        what = 'a subscriber matched' if info.current_count_change > 0 else 'a subscriber left'
-        pub = self._audio_pub  # None once torn down
-        topic = pub.topic_name if pub is not None else 'audio'
-        self.get_logger().info(f'{topic}: {what} ({info.current_count} now)')
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Start serving the text topic and ``say`` goals."""
@@ -300,11 +274,9 @@ class TTSNode(LifecycleNode):
             if srv is not None:
                 self.destroy_service(srv)
         self._stop_srv = None
-        if self._audio_pub is not None:
-            self.destroy_publisher(self._audio_pub)
-            self._audio_pub = None
+        self._out.close()
         self._loader.close()
-        self._set_speaking(False)
+        self._out.set_speaking(False)
 
     # ------------------------------------------------------------------ speech in
     def _submit(self, text: str, source: str, goal_rate: float = 1.0, volume: float = 1.0,
@@ -356,28 +328,6 @@ class TTSNode(LifecycleNode):
         else:
             self.get_logger().info(line)
 
-    # ------------------------------------------------------------------ audio out
-    def _message(self, utt: Utterance, chunk) -> AudioStamped:
-        """The message of ``chunk``, built once for the topic and the goal's feedback."""
-        cached_chunk, msg = self._last_msg
-        if cached_chunk is not chunk:
-            msg = chunk_to_msg(chunk, self._stamps.stamp_ns(utt.id, chunk.play_time),
-                               self._p('frame_id'))
-            self._last_msg = (chunk, msg)
-        return msg
-
-    def _sink(self, utt: Utterance, chunk) -> None:
-        pub = self._audio_pub
-        if pub is not None:
-            pub.publish(self._message(utt, chunk))
-
-    def _set_speaking(self, speaking: bool) -> None:
-        with self._speaking_lock:
-            if speaking == self._speaking:
-                return
-            self._speaking = speaking
-            self._speaking_pub.publish(Bool(data=speaking))
-
     # ------------------------------------------------------------------ stop service
     def _on_stop(self, request, response):
         scheduler = self._scheduler
@@ -407,7 +357,7 @@ class TTSNode(LifecycleNode):
             lifecycle_state=self._state_label,
             engine=engine.name if engine else '', voice=loader.voice_name,
             device=engine.device if engine else '',
-            sample_rate=engine.sample_rate if engine else 0, speaking=self._speaking,
+            sample_rate=engine.sample_rate if engine else 0, speaking=self._out.speaking,
             queue_depth=sched.queue_depth if sched else 0, stats=self._stats,
             fallback_reason=loader.fallback_reason, engine_error=loader.engine_error,
             pipeline_failure=(sched.failure or '') if sched else '',

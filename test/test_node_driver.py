@@ -210,7 +210,7 @@ def test_audio_and_feedback_publishers_get_the_configured_depth(ros_client):
         from rclpy.lifecycle import TransitionCallbackReturn
 
         assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
-        assert node._audio_pub.qos_profile.depth == 37
+        assert node._out.audio_publisher.qos_profile.depth == 37
     finally:
         node.trigger_shutdown()
         node.destroy_node()
