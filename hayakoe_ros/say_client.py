@@ -5,12 +5,15 @@
 :mod:`hayakoe_ros.say` parses the command line and imports this module only when a node is
 to be asked (``--print-reading`` needs no ROS). Prints the audio duration, the time to
 first audio (goal sent to first feedback chunk) and the real-time factor (the node's
-synthesis compute time over audio duration, read from /diagnostics; wall time over audio
-duration if unavailable).
+synthesis compute time over audio duration, from a /diagnostics report already received
+that counts the utterance; else wall time over audio duration). It returns as soon as the
+result is in, names the TTS action servers it sees when its own is not among them, and on
+SIGINT cancels its goal and exits 130 without a traceback.
 """
 
 from __future__ import annotations
 
+import signal
 import sys
 import threading
 import time
@@ -22,14 +25,22 @@ import rclpy
 from action_msgs.msg import GoalStatus
 from audio_common_msgs.action import TTS
 from diagnostic_msgs.msg import DiagnosticArray
-from rclpy.action import ActionClient
+from rclpy.action import ActionClient, get_action_names_and_types
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.signals import SignalHandlerOptions
 
 #: Depth of the client's feedback queue: the node's audio depth (qos_depth, 100): the WAV
 #: is written from feedback, and rclpy's default depth 10 lost chunks when the client
 #: stalled for 0.3 s.
 FEEDBACK_DEPTH = 100
+
+#: How long ``say`` looks for its action server before naming the TTS action servers it
+#: sees instead (s): discovery on a quiet network takes well under a second.
+LOOK_AROUND_S = 3.0
+
+#: How long a canceled goal's cancel request gets to reach the node at SIGINT (s).
+CANCEL_WAIT_S = 2.0
 
 
 def write_wav(path: str, samples: np.ndarray, sample_rate: int) -> None:
@@ -44,14 +55,27 @@ def write_wav(path: str, samples: np.ndarray, sample_rate: int) -> None:
         wav.writeframes(np.asarray(samples, dtype='<i2').tobytes())
 
 
-class SayClient(Node):
-    """Action client that collects the feedback audio of one ``say`` goal."""
+class Interrupted(Exception):
+    """SIGINT or SIGTERM arrived while ``say`` waited (its goal, if any, was canceled)."""
 
-    def __init__(self, action_name: str = 'say') -> None:
+
+class SayClient(Node):
+    """Action client that collects the feedback audio of one ``say`` goal.
+
+    Args:
+        action_name: The ``say`` action's name (relative names resolve in the node's
+            namespace).
+        stop: Set by a signal handler: every wait ends, the goal is canceled.
+    """
+
+    def __init__(self, action_name: str = 'say',
+                 stop: Optional[threading.Event] = None) -> None:
         super().__init__('say_client')
         self._client: ActionClient = ActionClient(
             self, TTS, action_name, feedback_sub_qos_profile=QoSProfile(
                 depth=FEEDBACK_DEPTH, reliability=ReliabilityPolicy.RELIABLE))
+        self._name = action_name
+        self._stop = stop or threading.Event()
         self.chunks: list = []
         self.sample_rate = 0
         self.first_audio_at: Optional[float] = None
@@ -81,50 +105,134 @@ class SayClient(Node):
             self.sample_rate = audio.info.rate
             self.chunks.append(np.asarray(audio.audio_data.int16_data, dtype=np.int16))
 
+    def _spin_until(self, done, timeout: float) -> bool:
+        """Spin until ``done()`` (True), the timeout or a signal (False)."""
+        deadline = time.monotonic() + timeout
+        while not done():
+            if self._stop.is_set() or time.monotonic() >= deadline:
+                return False
+            rclpy.spin_once(self, timeout_sec=0.05)
+        return True
+
+    def tts_servers(self) -> list:
+        """Names of the ``audio_common_msgs/action/TTS`` action servers seen on the graph."""
+        return sorted(name for name, types in get_action_names_and_types(self)
+                      if 'audio_common_msgs/action/TTS' in types)
+
+    def wait_for_server(self, timeout: float) -> None:
+        """Wait for the action server; name the TTS servers seen if it is not among them.
+
+        Raises:
+            TimeoutError: the server is not there: at once after :data:`LOOK_AROUND_S`
+                when other TTS action servers are seen (a wrong name or namespace), else
+                after ``timeout``.
+            Interrupted: a signal came.
+        """
+        name = self._name
+        deadline = time.monotonic() + timeout
+        look_at = time.monotonic() + min(LOOK_AROUND_S, timeout)
+        said_waiting = False
+        while not self._client.server_is_ready():
+            if self._stop.is_set():
+                raise Interrupted()
+            now = time.monotonic()
+            if now >= look_at and not said_waiting:
+                others = [n for n in self.tts_servers() if n != self.resolve_name(name)]
+                if others:
+                    raise TimeoutError(
+                        f"no '{name}' action server; TTS action servers seen: "
+                        f"{', '.join(others)} (use --action NAME)")
+                print(f"say: waiting for the '{name}' action server (no TTS action server "
+                      'seen yet: is tts_node running and active?)', file=sys.stderr)
+                said_waiting = True
+            if now >= deadline:
+                raise TimeoutError(f"no '{name}' action server within {timeout:.0f} s "
+                                   '(is tts_node running and active?)')
+            rclpy.spin_once(self, timeout_sec=0.05)
+
+    def resolve_name(self, name: str) -> str:
+        """``name`` as the graph shows it (relative names in this node's namespace)."""
+        if name.startswith('/'):
+            return name
+        ns = self.get_namespace().rstrip('/')
+        return f'{ns}/{name}'
+
     def say(self, text: str, language: str, rate: float, volume: float,
             timeout: float) -> tuple:
         """Send the goal and wait; return ``(status, result_text, sent_at, done_at)``.
 
+        Returns as soon as the result is in. A signal cancels the goal (the node stops
+        speaking) before :class:`Interrupted` is raised.
+
         Raises:
-            TimeoutError: no action server, or no result within ``timeout`` seconds.
+            TimeoutError: no action server, or no answer or result within ``timeout`` s.
+            RuntimeError: the goal was rejected or ended without a result.
+            Interrupted: SIGINT or SIGTERM.
         """
-        if not self._client.wait_for_server(timeout_sec=timeout):
-            raise TimeoutError(f"no '{self._client._action_name}' action server within "
-                               f'{timeout:.0f} s (is tts_node running and active?)')
+        self.wait_for_server(timeout)
+        self._baseline = self.spoken  # utterances the node had spoken, if it has said yet
         goal = TTS.Goal(text=text, language=language, rate=rate, volume=volume)
-        deadline = time.monotonic() + 1.5  # learn how many utterances the node has spoken
-        while self.spoken is None and time.monotonic() < deadline:
-            rclpy.spin_once(self, timeout_sec=0.1)
-        self._baseline = self.spoken
         sent_at = time.monotonic()
         future = self._client.send_goal_async(goal, feedback_callback=self._on_feedback)
-        rclpy.spin_until_future_complete(self, future, timeout_sec=timeout)
-        handle = future.result()
-        if handle is None:
+        if not self._spin_until(future.done, timeout):
+            if self._stop.is_set():
+                self._cancel_after_stop(future)
             raise TimeoutError(f'the node did not answer the goal within {timeout:.0f} s')
-        if not handle.accepted:
+        handle = future.result()
+        if handle is None or not handle.accepted:
             raise RuntimeError('goal rejected by the node')
         result_future = handle.get_result_async()
-        rclpy.spin_until_future_complete(self, result_future, timeout_sec=timeout)
-        if not result_future.done():
+        if not self._spin_until(result_future.done, timeout):
+            if self._stop.is_set():
+                self._cancel_after_stop(future)
             raise TimeoutError(f'no result within {timeout:.0f} s')
         done_at = time.monotonic()
         result = result_future.result()
         if result is None:
             raise RuntimeError('the goal ended without a result')
+        rclpy.spin_once(self, timeout_sec=0.0)  # a /diagnostics report already in: its RTF
         return result.status, result.result.text, sent_at, done_at
+
+    def _cancel_after_stop(self, sent) -> None:
+        """Cancel the goal of ``sent`` (its send future) once it is answered; raise.
+
+        Both waits are bounded by :data:`CANCEL_WAIT_S` and end at once when done.
+
+        Raises:
+            Interrupted: always.
+        """
+        until = time.monotonic() + CANCEL_WAIT_S
+        while not sent.done() and time.monotonic() < until:
+            rclpy.spin_once(self, timeout_sec=0.05)
+        handle = sent.result() if sent.done() else None
+        if handle is not None and handle.accepted:
+            canceled = handle.cancel_goal_async()
+            while not canceled.done() and time.monotonic() < until:
+                rclpy.spin_once(self, timeout_sec=0.05)
+        raise Interrupted()
 
 
 def run(args, text: str, ros_args: list) -> int:
-    """Speak ``text`` through the node's ``say`` action with the parsed ``args``."""
-    rclpy.init(args=['say'] + ros_args)
-    node = SayClient(args.action)
+    """Speak ``text`` through the node's ``say`` action with the parsed ``args``.
+
+    Returns:
+        The exit status: 0 when the goal succeeded, 1 on an error or another outcome,
+        130 after SIGINT (143 after SIGTERM), its goal canceled.
+    """
+    rclpy.init(args=['say'] + ros_args, signal_handler_options=SignalHandlerOptions.NO)
+    stop = threading.Event()
+    caught: list = []
+
+    def on_signal(signum, _frame) -> None:
+        caught.append(signum)
+        stop.set()
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, on_signal)
+    node = SayClient(args.action, stop)
     try:
         status, result_text, sent_at, done_at = node.say(
             text, args.language, args.rate, args.volume, args.timeout)
-        deadline = time.monotonic() + 2.5  # the node's next /diagnostics has its RTF
-        while node.last_rtf is None and time.monotonic() < deadline:
-            rclpy.spin_once(node, timeout_sec=0.1)
         audio = np.concatenate(node.chunks) if node.chunks else np.zeros(0, np.int16)
         if status != GoalStatus.STATUS_SUCCEEDED:
             print(f'say: goal ended with status {status}: {result_text}', file=sys.stderr)
@@ -143,6 +251,10 @@ def run(args, text: str, ros_args: list) -> int:
         print(f'time to first audio: {ttfa * 1000:.0f} ms')
         print(f'real-time factor: {rtf:.3f} ({how})')
         return 0
+    except Interrupted:
+        signum = caught[0] if caught else signal.SIGINT
+        print('say: interrupted; the goal was canceled', file=sys.stderr)
+        return 128 + int(signum)
     except (TimeoutError, RuntimeError) as exc:
         print(f'say: {exc}', file=sys.stderr)
         return 1

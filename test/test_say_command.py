@@ -54,3 +54,46 @@ def test_print_reading_of_a_text_that_crashed_open_jtalk():
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == 'ア' * 100 + 'デス。'
     assert "shortened 500 x 'ア' to 100 each" in out.stderr
+
+
+def test_say_with_a_wrong_action_name_names_the_servers_it_sees(ros_test_domain):
+    """A node in a namespace, ``say`` without it: an error naming the real server."""
+    node = NodeProcess({'engine': 'openjtalk'})
+    try:
+        out = subprocess.run(
+            [sys.executable, '-m', 'hayakoe_ros.say', '--action', '/nowhere/say',
+             '--timeout', '60', 'こんにちは。'], capture_output=True, text=True, timeout=50)
+        assert out.returncode == 1, out.stderr
+        assert "no '/nowhere/say' action server; TTS action servers seen:" in out.stderr
+        assert node.topic('say') in out.stderr, out.stderr
+        assert 'Traceback' not in out.stderr
+    finally:
+        node.stop()
+
+
+def test_ctrl_c_cancels_the_goal_and_exits_130_without_a_traceback(ros_test_domain,
+                                                                    ros_client, tmp_path):
+    """SIGINT while the node speaks: the goal is canceled, the node stops, exit 130."""
+    import signal
+    import time
+
+    node = NodeProcess({'engine': 'openjtalk'})
+    rec = ros_client.audio_recorder(node.topic('audio'), node=node)
+    try:
+        ros_client.wait_for_subscribers(node.topic('audio'))
+        say = subprocess.Popen(
+            [sys.executable, '-m', 'hayakoe_ros.say', '--action', node.topic('say'),
+             '-o', str(tmp_path / 'x.wav'), 'とても長いお知らせです。' * 12],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while rec.count() < 3 and time.monotonic() < deadline:  # it is speaking
+            time.sleep(0.05)
+        assert rec.count() >= 3, node.log()
+        say.send_signal(signal.SIGINT)
+        _, err = say.communicate(timeout=30)
+        assert say.returncode == 130, err
+        assert 'Traceback' not in err and 'interrupted; the goal was canceled' in err, err
+        node.wait_for_log(': canceled: canceled by the client', 10)  # the utterance's line
+    finally:
+        ros_client.node.destroy_subscription(rec.sub)
+        node.stop()
