@@ -36,8 +36,10 @@ from rclpy.signals import SignalHandlerOptions
 FEEDBACK_DEPTH = 100
 
 #: How long ``say`` looks for its action server before naming the TTS action servers it
-#: sees instead (s): discovery on a quiet network takes well under a second.
-LOOK_AROUND_S = 3.0
+#: sees instead (s): discovery takes well under a second where multicast works, and up to
+#: one participant announcement period (3 s, Fast DDS) where the first announcements are
+#: lost.
+LOOK_AROUND_S = 5.0
 
 #: How long a canceled goal's cancel request gets to reach the node at SIGINT (s).
 CANCEL_WAIT_S = 2.0
