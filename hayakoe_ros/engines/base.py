@@ -183,6 +183,10 @@ class Engine(abc.ABC):
     def predict_pause(self, left: str, right: str, voice: VoiceParams) -> float:
         """Predict the silence (seconds) that belongs between two adjacent segments.
 
+        Only the prediction: the speech pipeline decides the pause heard from it (SSML
+        breaks, the sentence floor, the voice's own edge silence) in
+        ``hayakoe_ros.speech.pauses``.
+
         Args:
             left: The segment that ends at the boundary (its final punctuation included).
             right: The segment that follows it (look-ahead context only).

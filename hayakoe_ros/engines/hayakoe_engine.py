@@ -285,6 +285,7 @@ class HayakoeEngine(Engine):
         sample_rate`` (hayakoe's ``durations_to_boundary_pauses``). Looking ahead one
         segment only keeps the cost independent of the total text length. Returns 0.0
         when ``left`` has no punctuation, or when the model has no duration predictor.
+        The pause heard is decided from it in ``hayakoe_ros.speech.pauses``.
         """
         lf, rf = self._features(left), self._features(right)
         left_runs = hk.punctuation_runs(lf.phones, self._punct)

@@ -18,8 +18,9 @@ from . import openjtalk_guard
 from .base import Engine, EngineLoadError, NothingToSpeakError, UnknownStyleError, VoiceParams
 
 #: Pauses (seconds at rate 1.0) between segments. Open JTalk exposes no duration predictor
-#: through pyopenjtalk, so these are typical read-speech values (sentence vs. clause);
-#: each segment's own leading/trailing silence counts towards them.
+#: through pyopenjtalk, so these are typical read-speech values (sentence vs. clause).
+#: The pause heard is decided from them in ``hayakoe_ros.speech.pauses`` (the voice's
+#: own ~0.3 s padding at each end of a call is trimmed there, not added to them).
 SENTENCE_PAUSE_S = 0.35
 CLAUSE_PAUSE_S = 0.12
 

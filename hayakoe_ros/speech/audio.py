@@ -2,6 +2,9 @@
 # SPDX-License-Identifier: AGPL-3.0-or-later
 """Loudness, silence measurement and chunking of PCM (no ROS imports).
 
+What is done with the silence measured here (edge trims, pauses) is decided in
+:mod:`.pauses`.
+
 Loudness policy: the voice gets one fixed linear gain (node ``volume`` x goal ``volume``)
 and a peak limiter, never a per-chunk or per-sentence normalisation, so quiet sentences
 stay quiet and levels match across segments and across requests.
@@ -130,28 +133,3 @@ class Chunker:
         chunk[:valid] = self._pending
         self._pending = np.zeros(0, dtype=np.int16)
         return chunk, valid
-
-
-def trim_for_break(audio: np.ndarray, sample_rate: int, after_break: bool,
-                   pause_s: Optional[float]) -> np.ndarray:
-    """Trim a segment's own edge silence at SSML ``<break>`` s.
-
-    Args:
-        audio: The segment's float32 PCM, shape ``(samples,)``.
-        sample_rate: Hz.
-        after_break: A break comes before this segment: its leading silence goes.
-        pause_s: The break after this segment (s), or None: trailing silence longer than
-            it goes, so that with the gap the scheduler adds the silence is exactly
-            ``pause_s``. Silence is measured by :func:`trailing_silence_s`'s rule (Open
-            JTalk pads ~0.35 s on each side, which would otherwise lengthen every break).
-
-    Returns:
-        A view of ``audio``, possibly shorter.
-    """
-    if after_break and audio.size:
-        audio = audio[int(round(trailing_silence_s(audio[::-1], sample_rate) * sample_rate)):]
-    if pause_s is not None and audio.size:
-        extra = trailing_silence_s(audio, sample_rate) - pause_s
-        if extra > 0:
-            audio = audio[:audio.size - int(round(extra * sample_rate))]
-    return audio

@@ -44,7 +44,7 @@ EWMA_ALPHA = 0.25
 SAFETY = 1.15
 
 #: Shortest pause assumed after a sentence (s): the scheduler's floor
-#: (:data:`.synthesis.SENTENCE_PAUSE_FLOOR_S`).
+#: (:data:`.pauses.SENTENCE_PAUSE_FLOOR_S`).
 SENTENCE_PAUSE_S = 0.08
 
 

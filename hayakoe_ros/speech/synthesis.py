@@ -3,8 +3,9 @@
 """Synthesis of one utterance into PCM hand-overs (the scheduler's synthesis thread; no ROS).
 
 :func:`synthesize_utterance` synthesises an utterance segment by segment, predicts each
-boundary's pause from the pair of adjacent segments and hands the PCM on, segment by
-segment, through a ``put`` callable, so that playback starts after the first segment.
+boundary's pause from the pair of adjacent segments (what the pause is, and what is done
+with each voice's own edge silence, is decided in :mod:`.pauses`) and hands the PCM on,
+segment by segment, through a ``put`` callable, so that playback starts after the first segment.
 An engine error aborts the utterance (an :class:`EndOfUtterance` with the reason); any
 other exception propagates (a bug: the scheduler's thread guard handles it).
 
@@ -26,17 +27,14 @@ from typing import Callable, Optional
 import numpy as np
 
 from ..engines.base import Engine, NothingToSpeakError, SynthesisCanceledError, VoiceParams
-from .audio import apply_gain_and_limit, to_int16, trailing_silence_s, trim_for_break
+from .audio import apply_gain_and_limit, to_int16
 from .gapless import RateEstimate, RateEstimator, plan_start_delay, speakable_chars
 from .joins import Joiner, smooth_join
-from ..text.segment import Boundary, Segment
+from .pauses import gap_s, pad_lead_in, pause_target, trim_for_break, trim_own_silence
+from ..text.segment import Segment
 from .utterance import Attempt, Utterance
 
 _LOG = logging.getLogger(__name__)
-
-#: Shortest pause at a sentence boundary (s): hayakoe's ``_MIN_PAUSE_SEC``.
-SENTENCE_PAUSE_FLOOR_S = 0.08
-
 
 @dataclasses.dataclass
 class SegmentPCM:
@@ -65,20 +63,6 @@ class EndOfUtterance:
 
 #: ``put(item, utt, attempt) -> bool``: hand an item on; False if the utterance was dropped.
 Put = Callable[[object, Utterance, Attempt], bool]
-
-
-def pause_target(engine: Engine, seg: Segment, following: Segment,
-                 voice: VoiceParams) -> float:
-    """Pause (s) after ``seg``: the engine's prediction, at least 80 ms after a sentence.
-
-    An SSML ``<break>`` (``seg.pause_s``) is exactly its own length, nothing predicted.
-    """
-    if seg.pause_s is not None:
-        return seg.pause_s
-    pause = engine.predict_pause(seg.text, following.text, voice)
-    if seg.boundary == Boundary.SENTENCE:
-        pause = max(pause, SENTENCE_PAUSE_FLOOR_S)
-    return pause
 
 
 def segment_voice(voice: VoiceParams, seg: Segment) -> VoiceParams:
@@ -200,6 +184,7 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
     produced = 0
     joiner = Joiner(sr)
     smooth_before = False
+    after_pause = False  # a gap was handed over that counted this segment's lead-in
     key = f'{engine.name}/{engine.voice}'
     pause_s = 0.0  # the pause prediction before a segment is part of what it costs
     handed = 0     # samples handed over (segments and pauses)
@@ -236,7 +221,12 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
             _engine_failed(put, utt, attempt, 'synthesis', exc)
             return
         spoke = audio.size > 0
-        if spoke:  # SSML <break>: the silence at the break is exactly pause_s
+        raw_s = audio.size / sr  # what the engine computed: the rate estimate's audio
+        if spoke:  # the voice's own edge silence, then SSML <break>s: see .pauses
+            audio = trim_own_silence(audio, sr)
+            if after_pause:
+                audio = pad_lead_in(audio, sr)
+            after_pause = False
             audio = trim_for_break(audio, sr, k > 0 and segments[k - 1].pause_s is not None,
                                    None if last else seg.pause_s)
         audio = joiner.join(audio, smooth_before, smooth_after)
@@ -250,7 +240,7 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
         if spoke:
             produced += 1
             if not cached:
-                pacing.rates.update(key, spent + pause_s, audio.size / sr,
+                pacing.rates.update(key, spent + pause_s, raw_s,
                                     speakable_chars(seg.text), voice.length_scale)
         pause_s = 0.0
         if last and not produced:
@@ -279,7 +269,8 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
                 _engine_failed(put, utt, attempt, 'pause prediction', exc)
                 return
             attempt.pauses.append(target)
-            gap = max(0.0, target - trailing_silence_s(audio, sr))
+            after_pause = seg.pause_s is None
+            gap = gap_s(target, audio, sr, at_break=seg.pause_s is not None)
             pause_s = clock() - t1
             attempt.synth_seconds += pause_s
             _LOG.debug('utterance %d: pause after segment %d/%d: %.3f s (%.3f s of silence '
