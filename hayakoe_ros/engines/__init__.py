@@ -2,11 +2,13 @@
 # SPDX-License-Identifier: AGPL-3.0-or-later
 """Speech engines: text in, float PCM and pause lengths out. No ROS imports."""
 
-from .base import (CancelToken, Engine, EngineError, EngineLoadError, NothingToSpeakError,
-                   SynthesisCanceledError, UnknownStyleError, VoiceParams)
+from .base import (AudioWindow, CancelToken, Engine, EngineError, EngineLoadError,
+                   NothingToSpeakError, SynthesisCanceledError, UnknownStyleError,
+                   VoiceParams)
 
-__all__ = ['CancelToken', 'Engine', 'EngineError', 'EngineLoadError', 'NothingToSpeakError',
-           'SynthesisCanceledError', 'UnknownStyleError', 'VoiceParams', 'create_engine']
+__all__ = ['AudioWindow', 'CancelToken', 'Engine', 'EngineError', 'EngineLoadError',
+           'NothingToSpeakError', 'SynthesisCanceledError', 'UnknownStyleError', 'VoiceParams',
+           'create_engine']
 
 
 def create_engine(engine: str, **options) -> Engine:

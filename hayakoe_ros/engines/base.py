@@ -116,6 +116,21 @@ class VoiceParams:
     speaker_id: int = 0
 
 
+@dataclasses.dataclass(frozen=True)
+class AudioWindow:
+    """A window of one segment's audio, as :meth:`Engine.synthesize_windows` yields it.
+
+    Attributes:
+        audio: Mono float32 PCM ``(samples,)`` at the engine's sample rate: the next
+            samples of the segment (the windows, concatenated, are the segment).
+        later_s: Seconds of audio of each window still to come in this segment, in order
+            (empty for the last one): what a start delay must plan for.
+    """
+
+    audio: np.ndarray
+    later_s: tuple = ()
+
+
 class Engine(abc.ABC):
     """A loaded, warm speech synthesiser.
 
@@ -178,6 +193,21 @@ class Engine(abc.ABC):
             NothingToSpeakError: the text has no phonemes.
             UnknownStyleError: ``voice.style`` is not offered.
         """
+
+    def synthesize_windows(self, text: str, voice: VoiceParams) -> Iterator[AudioWindow]:
+        """Synthesise one segment in windows, its first samples first (for first audio).
+
+        The default yields :meth:`synthesize`'s audio as one window. An engine that can
+        compute the start of a segment before its end (hayakoe's CPU engine decodes the
+        latent in windows) yields several; their concatenation equals
+        :meth:`synthesize`'s output to within 1e-4 of full scale, with the same length.
+        Each window is computed when the iterator is advanced, so a cancel between two
+        (:meth:`cancellable` around the iteration) stops it there.
+
+        Raises:
+            What :meth:`synthesize` raises.
+        """
+        yield AudioWindow(self.synthesize(text, voice))
 
     @abc.abstractmethod
     def predict_pause(self, left: str, right: str, voice: VoiceParams) -> float:

@@ -15,19 +15,27 @@ import hashlib
 import importlib.metadata
 import logging
 import os
-from typing import Iterator, Sequence
+from typing import Iterator, Optional, Sequence
 
 import numpy as np
 
 from . import hayakoe_internals as hk
-from . import memory, openjtalk_guard, ort_cache, ort_session
-from .base import (CancelToken, Engine, EngineError, EngineLoadError, NothingToSpeakError,
-                   SynthesisCanceledError, UnknownStyleError, VoiceParams)
+from . import memory, openjtalk_guard, ort_cache, ort_session, windowed_decoder
+from .base import (AudioWindow, CancelToken, Engine, EngineError, EngineLoadError,
+                   NothingToSpeakError, SynthesisCanceledError, UnknownStyleError,
+                   VoiceParams)
+from .decoder_split import SplitError
 
 _LOG = logging.getLogger(__name__)
 
 #: Default model repository of hayakoe (Hugging Face), used when no source is given.
 DEFAULT_SOURCE = 'hf://lemondouble/hayakoe'
+
+#: Default length of the first decoder window (s); see ``first_window_s``.
+FIRST_WINDOW_S = 0.2
+
+# Synthesizer files already reported as not split: one WARNING each per process.
+_NOT_SPLIT: set = set()
 
 
 def _check_cuda(device: str) -> None:
@@ -87,9 +95,16 @@ class HayakoeEngine(Engine):
             sleep, which on this 2-core machine cost 2-9 % less CPU per audio second at
             the same speed (``bench/spinning.py``; BENCHMARKS.md, "Thread spinning") and
             leaves that time to the rest of the robot.
+        first_window_s: CPU only: decode each segment's latent in windows, the first
+            this many seconds of audio long and each later one twice the one before
+            (:meth:`synthesize_windows`), with the synthesizer cut in two stages at the
+            decoder (:mod:`.decoder_split`, cached beside the optimised models). 0 =
+            whole segments (hayakoe's own single call). In ``(0, 10]`` otherwise; a
+            graph that cannot be cut falls back to whole segments with one WARNING.
 
     Raises:
-        EngineLoadError: the model cannot be loaded; the message names the cause.
+        EngineLoadError: the model cannot be loaded, or ``first_window_s`` is out of
+            range; the message names the cause.
     """
 
     name = 'hayakoe'
@@ -99,7 +114,13 @@ class HayakoeEngine(Engine):
                  num_threads: int = 0, compile: bool = False,
                  allocator: memory.AllocatorSettings = memory.NODE_ALLOCATOR,
                  trim: bool = True, optimized_models: bool = True,
-                 allow_spinning: bool = False) -> None:
+                 allow_spinning: bool = False,
+                 first_window_s: float = FIRST_WINDOW_S) -> None:
+        if first_window_s and not 0 < first_window_s <= windowed_decoder.MAX_FIRST_WINDOW_S:
+            raise EngineLoadError(f'first_window_s {first_window_s!r} is out of range: 0 '
+                                  '(whole segments) or (0, '
+                                  f'{windowed_decoder.MAX_FIRST_WINDOW_S:g}] s')
+        self._staged: Optional[windowed_decoder.StagedSynthesizer] = None
         self._device = device
         self._speaker_name = speaker
         self._num_threads = int(num_threads)
@@ -135,11 +156,13 @@ class HayakoeEngine(Engine):
                 cache = ort_cache.OptimizedModelCache(
                     os.path.join(hk.cache_dir(tts), 'hayakoe_ros', 'ort-optimized'))
                 source = cache.session_source
-            with ort_session.onnx_session_hooks(self._num_threads, after_session=after,
-                                       model_source=source,
-                                       allow_spinning=bool(allow_spinning)):
+            hooks = {'num_threads': self._num_threads, 'after_session': after,
+                     'model_source': source, 'allow_spinning': bool(allow_spinning)}
+            with ort_session.onnx_session_hooks(**hooks):
                 tts.prepare(warmup=device.startswith('cuda'), compile=bool(compile))
             self._speaker = tts.speakers[speaker]
+            if device == 'cpu' and first_window_s:
+                self._staged = self._stage_synthesizer(tts, hooks)
         except Exception as exc:  # hayakoe raises many types: report them all the same way
             cause = ' '.join(str(exc).split())  # hayakoe's messages span several lines
             raise EngineLoadError(
@@ -153,9 +176,54 @@ class HayakoeEngine(Engine):
         self._hop = hk.hop_length(self._speaker)
         self._n_speakers = hk.speaker_count(self._speaker)
         self._sample_rate = int(self._speaker.sampling_rate)
+        self._first_frames = 0 if self._staged is None else \
+            windowed_decoder.first_window_frames(first_window_s, self._sample_rate,
+                                                 self._staged.hop)
         self._styles = hk.style_names(self._speaker)
         self._model_id = self._identity()
         self._release()
+
+    def _stage_synthesizer(self, tts, hooks: dict
+                           ) -> Optional[windowed_decoder.StagedSynthesizer]:
+        """Put the two-stage synthesizer in hayakoe's place; None (logged) if it cannot."""
+        source = hk.synthesizer_file(self._speaker)
+        root = os.path.join(hk.cache_dir(tts), 'hayakoe_ros', 'ort-split')
+        try:
+            if source is None:
+                raise SplitError('the speaker has no synthesizer.onnx file')
+            files, chain = windowed_decoder.prepare_pieces(
+                source, hk.model_config(self._speaker), root)
+        except SplitError as exc:
+            level = logging.DEBUG if source in _NOT_SPLIT else logging.WARNING
+            _NOT_SPLIT.add(source)
+            _LOG.log(level, 'decoding whole segments (no first audio before a segment is '
+                     'complete): cannot cut %s at its decoder: %s', source, exc)
+            return None
+        # hayakoe's session goes first: both at once would raise the load's memory peak.
+        hk.replace_synthesizer(self._speaker, None)
+        gc.collect()
+        self._release()
+        try:
+            with ort_session.onnx_session_hooks(**hooks):
+                staged = windowed_decoder.open_pieces(files, chain)
+        except Exception as exc:  # a corrupt cached piece: what ONNX Runtime raises varies
+            _LOG.warning('decoding whole segments: cannot open the cut of %s (%s: %s)',
+                         source, type(exc).__name__, exc)
+            with ort_session.onnx_session_hooks(**hooks):
+                hk.restore_synthesizer(self._speaker)
+            return None
+        hk.replace_synthesizer(self._speaker, staged)
+        return staged
+
+    @property
+    def windowed(self) -> bool:
+        """True when :meth:`synthesize_windows` decodes in windows (the two stages loaded)."""
+        return self._staged is not None
+
+    @property
+    def staged(self) -> Optional[windowed_decoder.StagedSynthesizer]:
+        """The two-stage synthesizer in use, or None (whole segments; for tests, benches)."""
+        return self._staged
 
     def _release(self) -> None:
         """Give freed heap memory back to the system (when ``trim`` is on; a few ms)."""
@@ -275,6 +343,33 @@ class HayakoeEngine(Engine):
         self._check_speakable(text, feats)
         return hk.synthesize_features(self._speaker, feats, voice)
 
+    def synthesize_windows(self, text: str, voice: VoiceParams) -> Iterator[AudioWindow]:
+        """Synthesise one segment in decoder windows; see :meth:`Engine.synthesize_windows`.
+
+        Front end and BERT, then the first stage (encoder, duration predictors, flow) once,
+        then the decoder window by window (:func:`.windowed_decoder.window_plan`: the
+        first ``first_window_s`` long, each later one twice the one before). Whole
+        segments (one window) without the two stages, and with ``pitch_scale`` or
+        ``intonation_scale`` other than 1 (WORLD re-synthesis needs the whole segment).
+        """
+        staged = self._staged
+        if staged is None or voice.pitch_scale != 1.0 or voice.intonation_scale != 1.0:
+            yield from super().synthesize_windows(text, voice)
+            return
+        self.check_voice(voice)
+        feats = self._features(text)
+        self._check_speakable(text, feats)
+        feed = hk.synthesizer_feed(self._speaker, feats, voice)
+        lock = hk.synthesis_lock(self._speaker)
+        with lock:
+            z, g, _ = staged.first_stage(feed)
+        plan = windowed_decoder.window_plan(int(z.shape[2]), staged.hop, self._first_frames)
+        seconds = [(hi - lo) / self._sample_rate for lo, hi in plan]
+        for i, (lo, hi) in enumerate(plan):
+            with lock:
+                audio = staged.decode(z, g, lo, hi)
+            yield AudioWindow(audio, tuple(seconds[i + 1:]))
+
     def predict_pause(self, left: str, right: str, voice: VoiceParams) -> float:
         """Pause at the end of ``left``, predicted over the pair ``left + right``.
 
@@ -344,6 +439,7 @@ class HayakoeEngine(Engine):
         """Drop the sessions and hayakoe's global tokenizer, and return their memory."""
         self._speaker = None
         self._tts = None
+        self._staged = None
         self._feature_cache.clear()
         hk.unload_globals()
         gc.collect()  # hayakoe's objects hold reference cycles; free the sessions now

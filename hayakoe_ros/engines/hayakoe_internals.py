@@ -99,8 +99,99 @@ def check_compatible() -> None:
             if call not in src:
                 problems.append(f'{owner.__name__}.{attr} no longer calls {call!r}')
     problems += _terminable_run_problems(speaker_mod)
+    problems += _staged_problems(speaker_mod)
     if problems:
         raise RuntimeError('hayakoe internals changed: ' + '; '.join(problems))
+
+
+#: The synthesizer's inputs, as ``Speaker._synth_with_features_onnx`` feeds them.
+_SYNTH_FEED = ('x', 'x_lengths', 'sid', 'tone', 'language', 'bert', 'style_vec',
+               'noise_scale', 'length_scale', 'noise_scale_w', 'sdp_ratio')
+
+
+def _staged_problems(speaker_mod) -> list:
+    """What the two-stage synthesizer relies on: the feed, the file, the session slot."""
+    problems = []
+    func = getattr(speaker_mod.Speaker, '_synth_with_features_onnx', None)
+    if func is None:
+        return ['Speaker._synth_with_features_onnx is missing']
+    src = inspect.getsource(func)
+    for name in _SYNTH_FEED:
+        if f'"{name}"' not in src:
+            problems.append(f'Speaker._synth_with_features_onnx no longer feeds {name!r}')
+    if 'output[0][0, 0]' not in src:
+        problems.append('Speaker._synth_with_features_onnx reads its audio otherwise')
+    src = inspect.getsource(speaker_mod.Speaker._init_onnx_synth)
+    for needle in ('"synthesizer.onnx"', '"synthesizer_q8.onnx"', 'self._synth_session ='):
+        if needle not in src:
+            problems.append(f'Speaker._init_onnx_synth no longer has {needle}')
+    return problems
+
+
+def synthesizer_file(speaker) -> Optional[str]:
+    """Path of the synthesizer graph hayakoe's ONNX backend loads; None on PyTorch.
+
+    ``synthesizer.onnx``, else ``synthesizer_q8.onnx`` (``Speaker._init_onnx_synth``).
+    """
+    if getattr(speaker, '_backend', None) != 'onnx':
+        return None
+    for name in ('synthesizer.onnx', 'synthesizer_q8.onnx'):
+        path = os.path.join(os.fspath(speaker._model_dir), name)
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+def model_config(speaker) -> dict:
+    """The model config's ``model`` section (``HyperParameters.model``) as a plain dict."""
+    return dict(speaker._hps.model.model_dump())
+
+
+def synthesizer_session(speaker):
+    """The session hayakoe synthesises with (``Speaker._synth_session``), or None."""
+    return getattr(speaker, '_synth_session', None)
+
+
+def replace_synthesizer(speaker, session) -> None:
+    """Make hayakoe synthesise with ``session`` (``run(None, feed) -> [audio, durations]``).
+
+    The session hayakoe built is dropped here, so that its memory can be freed before
+    the caller builds the next one.
+    """
+    speaker._synth_session = session
+
+
+def restore_synthesizer(speaker) -> None:
+    """Build hayakoe's own synthesizer session again (``Speaker._init_onnx_synth``)."""
+    speaker._init_onnx_synth()
+
+
+def synthesizer_feed(speaker, features: 'SegmentFeatures', voice: VoiceParams) -> dict:
+    """The synthesizer's inputs for a segment, as ``Speaker._synth_with_features_onnx``.
+
+    Returns:
+        ``{name: array}`` for :data:`_SYNTH_FEED`: int64 ``[1, phonemes]`` ids, tones and
+        languages, ``x_lengths`` and ``sid`` ``[1]``, float32 ``bert [1, 1024, phonemes]``,
+        ``style_vec [1, 256]`` and the four ``[1]`` scales.
+    """
+    _, phones, tones, langs, _ = features.nlp
+    style_vec = speaker._get_style_vector(voice.style, voice.style_weight)
+    scalar = lambda v: np.array([v], dtype=np.float32)  # noqa: E731
+    return dict(zip(_SYNTH_FEED, (
+        np.array(phones, dtype=np.int64)[np.newaxis, :],
+        np.array([len(phones)], dtype=np.int64),
+        np.array([voice.speaker_id], dtype=np.int64),
+        np.array(tones, dtype=np.int64)[np.newaxis, :],
+        np.array(langs, dtype=np.int64)[np.newaxis, :],
+        np.asarray(features.bert)[np.newaxis, :, :].astype(np.float32),
+        style_vec[np.newaxis, :].astype(np.float32),
+        scalar(voice.noise), scalar(voice.length_scale), scalar(voice.noise_w),
+        scalar(voice.sdp_ratio))))
+
+
+def synthesis_lock(speaker):
+    """The speaker's lock around a model run (hayakoe's ``Speaker._gen_lock``)."""
+    return speaker._gen_lock
 
 
 def _source_has_fetch() -> bool:
@@ -151,10 +242,19 @@ def terminable_sessions(tts, speaker) -> list:
 
 
 def onnx_sessions(tts, speaker) -> dict:
-    """Return the ONNX Runtime sessions hayakoe created, by role (absent ones omitted)."""
-    found = {'bert': getattr(tts, '_bert_session', None),
-             'synthesizer': getattr(speaker, '_synth_session', None),
+    """Return the ONNX Runtime sessions synthesis runs, by role (absent ones omitted).
+
+    With the two-stage synthesizer in hayakoe's place (:mod:`.windowed_decoder`), its
+    first stage is the ``synthesizer`` and its decoder pieces ``decoder.0``, ``decoder.1``...
+    """
+    from .windowed_decoder import StagedSynthesizer
+
+    synth = getattr(speaker, '_synth_session', None)
+    found = {'bert': getattr(tts, '_bert_session', None), 'synthesizer': synth,
              'duration_predictor': getattr(speaker, '_dp_session', None)}
+    if isinstance(synth, StagedSynthesizer):
+        found['synthesizer'] = synth.stage1
+        found.update({f'decoder.{i}': s for i, s in enumerate(synth.decoders)})
     return {k: v for k, v in found.items() if v is not None}
 
 

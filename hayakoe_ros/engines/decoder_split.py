@@ -1,0 +1,285 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""hayakoe's ``synthesizer.onnx`` cut at the decoder's input and between its stages.
+
+The decoder (87 % of the synthesizer's time on the full-size model) is a chain of
+convolutions (:mod:`.decoder_receptive`), so its first samples need only the first
+frames of the latent. To decode a segment in windows the graph is cut into:
+
+* ``stage1.onnx``: the synthesizer's inputs to ``(z, g, durations)``: the text encoder,
+  duration predictors, alignment and flow, up to the decoder's input ``z * y_mask``
+  ``[1, inter_channels, frames]``, and the speaker embedding ``g`` ``[1, gin, 1]``;
+* ``dec0.onnx``: ``(z, g)`` to the output of ``conv_pre + cond(g)``;
+* ``dec1.onnx`` ... ``decN.onnx``: one upsampling stage each, the input of its leaky ReLU
+  to the next one's (the last one to the audio ``[1, 1, samples]``).
+
+Windows then run each stage on just the samples the next stage needs, so the overlap
+between windows costs little (most of the receptive field is at the low-rate stages).
+
+The cut is found by the node names of a ``torch.onnx`` export of ``net_g.infer`` (the
+``dec`` module's scope: ``/dec/conv_pre/Conv``, ``/dec/ups.<i>/ConvTranspose``), and the
+convolutions of each piece are checked against the model config: a graph that has no
+decoder input where expected, or other layers, raises :class:`SplitError` (the engine
+then decodes whole segments, and says so once). The cut runs in a separate process (the
+``onnx`` package holds the whole model in memory while cutting) and its output is kept
+next to the optimised models, keyed like them (:mod:`.ort_cache`): the source's SHA-256,
+:data:`SPLIT_FORMAT` and the ``onnx`` version. Needs ``onnx`` to cut, not to run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from pathlib import Path
+import shutil
+import subprocess
+import sys
+import tempfile
+from typing import Optional
+
+from .decoder_receptive import ChainSpec, signatures
+
+_LOG = logging.getLogger(__name__)
+
+#: Version of the cut's output layout; part of the cache key.
+SPLIT_FORMAT = 1
+STAGE1 = 'stage1.onnx'
+_META = 'meta.json'
+
+
+class SplitError(RuntimeError):
+    """The graph cannot be cut where this module expects (the message says why)."""
+
+
+def _scope(name: str) -> list:
+    return [p for p in name.split('/') if p]
+
+
+def _in_decoder(node) -> bool:
+    return 'dec' in _scope(node.name)[:-1]
+
+
+def _attrs(node) -> dict:
+    import onnx
+
+    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _conv_signature(node) -> tuple:
+    a = _attrs(node)
+    pads = list(a.get('pads', [0, 0]))
+    if len(pads) != 2 or pads[0] != pads[1] or a.get('group', 1) != 1:
+        return (node.op_type, 'pads', tuple(pads), 'group', a.get('group', 1))
+    return (node.op_type, int(a.get('kernel_shape', [0])[0]), int(a.get('strides', [1])[0]),
+            int(a.get('dilations', [1])[0]), int(pads[0]))
+
+
+def find_cuts(model, chain: ChainSpec) -> dict:
+    """Where to cut ``model`` (an ``onnx.ModelProto`` of ``synthesizer.onnx``).
+
+    Returns:
+        ``{'z': name, 'g': name or '', 'stages': [tensor at each stage's input, ...],
+        'audio': name, 'durations': name}``: ``stages[0]`` is ``z`` (conv_pre's input),
+        ``stages[i]`` for ``i >= 1`` the input of upsampling stage ``i - 1``.
+
+    Raises:
+        SplitError: no decoder where expected, or its convolutions differ from what
+            ``chain`` (the model config) says.
+    """
+    graph = model.graph
+    nodes = list(graph.node)
+    producer = {o: n for n in nodes for o in n.output}
+    dec = [n for n in nodes if _in_decoder(n)]
+    pre = [n for n in dec if _scope(n.name)[-2:] == ['conv_pre', 'Conv']]
+    if len(pre) != 1:
+        raise SplitError('no decoder input where expected: the graph has no single '
+                         "'dec/conv_pre/Conv' node (not a torch.onnx export of hayakoe's "
+                         'net_g.infer?)')
+    z = pre[0].input[0]
+    outputs = [o.name for o in graph.output]
+    if len(outputs) < 2 or producer.get(outputs[0]) not in dec:
+        raise SplitError(f'the decoder does not produce the first graph output {outputs}')
+    inner = {o for n in dec for o in n.output}
+    inits = {i.name for i in graph.initializer}
+    external = sorted({i for n in dec for i in n.input if i and i not in inner
+                       and i not in inits and (i not in producer
+                                               or producer[i].op_type != 'Constant')})
+    g = [i for i in external if i != z]
+    if z not in external or len(g) > 1:
+        raise SplitError(f'the decoder reads {external}, expected its input {z!r} and at '
+                         'most the speaker embedding')
+    stages = [z]
+    for i in range(len(chain.stages) - 1):
+        up = [n for n in dec if _scope(n.name)[-2:] == [f'ups.{i}', 'ConvTranspose']]
+        relu = producer.get(up[0].input[0]) if len(up) == 1 else None
+        if relu is None or relu.op_type != 'LeakyRelu':
+            raise SplitError(f"no 'dec/ups.{i}/ConvTranspose' after a leaky ReLU: the "
+                             'decoder has other stages than its config says')
+        stages.append(relu.input[0])
+    return {'z': z, 'g': g[0] if g else '', 'stages': stages, 'audio': outputs[0],
+            'durations': outputs[1]}
+
+
+def _check_piece(piece, spec, index: int) -> None:
+    found = sorted(_conv_signature(n) for n in piece.graph.node
+                   if n.op_type in ('Conv', 'ConvTranspose'))
+    want = sorted(signatures(spec.layers) + list(spec.extra))
+    if found != want:
+        raise SplitError(f'decoder stage {index} has convolutions {found[:6]}... but the '
+                         f'model config gives {want[:6]}... ({len(found)} vs {len(want)})')
+
+
+def split(source: str, target: str, model_config: dict) -> None:
+    """Cut ``source`` into ``target``/``stage1.onnx``, ``dec0.onnx`` ... (see the module).
+
+    Raises:
+        SplitError: the graph cannot be cut (see :func:`find_cuts`), or a piece's
+            convolutions differ from the config's.
+        ValueError: ``model_config`` lacks the decoder fields.
+    """
+    import onnx
+    from onnx.utils import Extractor
+
+    chain = ChainSpec.from_config(model_config)
+    model = onnx.load(source)
+    cuts = find_cuts(model, chain)
+    names = [i.name for i in model.graph.input]
+    known = {v.name for v in model.graph.value_info}
+    for name in cuts['stages'] + ([cuts['g']] if cuts['g'] else []):
+        if name not in known:  # shape inference stops short of them in these graphs
+            model.graph.value_info.append(onnx.helper.make_tensor_value_info(
+                name, onnx.TensorProto.FLOAT, None))
+    extractor = Extractor(model)
+    out = Path(target)
+    g = [cuts['g']] if cuts['g'] else []
+    pieces = {STAGE1: (names, [cuts['z']] + g + [cuts['durations']])}
+    bounds = cuts['stages'] + [cuts['audio']]
+    for i in range(len(chain.stages)):
+        pieces[f'dec{i}.onnx'] = ([bounds[i]] + (g if i == 0 else []), [bounds[i + 1]])
+    for i, (name, (inputs, outputs)) in enumerate(pieces.items()):
+        piece = extractor.extract_model(inputs, outputs)
+        if name != STAGE1:
+            _check_piece(piece, chain.stages[i - 1], i - 1)
+        onnx.save(piece, str(out / name))
+    (out / _META).write_text(json.dumps({'source': os.path.abspath(source), 'cuts': cuts,
+                                         'stages': len(chain.stages)}), encoding='utf-8')
+
+
+class SplitModelCache:
+    """Cut copies of synthesizer graphs, made once in a separate process, under ``root``.
+
+    Args:
+        root: Cache directory (``<hayakoe cache>/hayakoe_ros/ort-split``, beside the
+            optimised models of :class:`.ort_cache.OptimizedModelCache`).
+        timeout_s: Seconds the cutting process may run.
+
+    Entries are ``root/<stem>-<key>/`` holding the pieces and a ``meta.json``; a failed
+    cut leaves ``<entry>.failed`` with the reason, so it is not retried at every start
+    (delete it to retry), and an entry of an older key for the same source is removed.
+    """
+
+    def __init__(self, root: os.PathLike | str, timeout_s: float = 600.0) -> None:
+        self.root = Path(root)
+        self.timeout_s = float(timeout_s)
+
+    def entry_dir(self, source: str) -> Path:
+        """Entry directory of ``source`` (may not exist). Raises ``OSError`` if unreadable."""
+        import onnx
+
+        from .ort_cache import OptimizedModelCache
+
+        sha = OptimizedModelCache(self.root).source_sha256(source)
+        parts = (sha, str(SPLIT_FORMAT), onnx.__version__)
+        key = hashlib.sha256('|'.join(parts).encode('utf-8')).hexdigest()[:16]
+        return self.root / f'{Path(source).stem}-{key}'
+
+    def pieces(self, source: str, model_config: dict) -> Path:
+        """Directory with ``source``'s pieces, cutting it now if needed.
+
+        Raises:
+            SplitError: the cut failed now or before (the reason, and the marker's path).
+        """
+        try:
+            import onnx  # noqa: F401 - needed to cut, and part of the key
+        except ImportError as exc:
+            raise SplitError('the onnx package is not installed (needed once, to cut the '
+                             'synthesizer graph)') from exc
+        try:
+            entry = self.entry_dir(source)
+        except OSError as exc:
+            raise SplitError(f'cannot read {source}: {exc}') from exc
+        if (entry / _META).is_file():
+            return entry
+        failed = entry.with_name(entry.name + '.failed')
+        if failed.exists():
+            reason = failed.read_text(encoding='utf-8', errors='replace').strip()
+            raise SplitError(f'{reason} (cut before: delete {failed} to retry)')
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix='.tmp-', dir=self.root))
+        except OSError as exc:
+            raise SplitError(f'cache directory {self.root} is not writable: {exc}') from exc
+        try:
+            error = self._cut(source, tmp, model_config)
+            if error:
+                try:
+                    failed.write_text(error + '\n', encoding='utf-8')
+                except OSError:
+                    pass
+                raise SplitError(error)
+            try:
+                os.replace(tmp, entry)
+            except OSError:
+                if not (entry / _META).is_file():
+                    raise
+            self._drop_stale(source, keep=entry)
+            _LOG.info('cut %s at its decoder stages into %s', source, entry)
+            return entry
+        except OSError as exc:
+            raise SplitError(f'cannot store the cut of {source}: {exc}') from exc
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def _cut(self, source: str, target: Path, model_config: dict) -> str:
+        cmd = [sys.executable, '-m', __name__, source, str(target), json.dumps(model_config)]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True,
+                                  timeout=self.timeout_s, check=False)
+        except subprocess.TimeoutExpired:
+            return f'no cut within {self.timeout_s:.0f} s'
+        except OSError as exc:
+            return f'cannot start {sys.executable}: {exc}'
+        if proc.returncode != 0 or not (target / _META).is_file():
+            lines = proc.stderr.strip().splitlines()
+            return lines[-1][-500:] if lines else f'cutting exited with {proc.returncode}'
+        return ''
+
+    def _drop_stale(self, source: str, keep: Path) -> None:
+        src = os.path.abspath(source)
+        for meta in self.root.glob(f'{Path(source).stem}-*/{_META}'):
+            if meta.parent == keep:
+                continue
+            try:
+                if json.loads(meta.read_text(encoding='utf-8')).get('source') == src:
+                    shutil.rmtree(meta.parent, ignore_errors=True)
+            except (OSError, ValueError):
+                continue
+
+
+def stage_files(entry: Path) -> Optional[list]:
+    """``[stage1.onnx, dec0.onnx, ...]`` of an entry, or None when it is incomplete."""
+    try:
+        meta = json.loads((entry / _META).read_text(encoding='utf-8'))
+    except (OSError, ValueError):
+        return None
+    files = [entry / STAGE1] + [entry / f'dec{i}.onnx' for i in range(int(meta['stages']))]
+    return files if all(f.is_file() for f in files) else None
+
+
+if __name__ == '__main__':
+    try:
+        split(sys.argv[1], sys.argv[2], json.loads(sys.argv[3]))
+    except (SplitError, ValueError) as exc:
+        sys.exit(f'{type(exc).__name__}: {exc}')
