@@ -156,8 +156,8 @@ class HayakoeEngine(Engine):
                 cache = ort_cache.OptimizedModelCache(
                     os.path.join(hk.cache_dir(tts), 'hayakoe_ros', 'ort-optimized'))
                 source = cache.session_source
-            hooks = {'num_threads': self._num_threads, 'after_session': after,
-                     'model_source': source, 'allow_spinning': bool(allow_spinning)}
+            hooks: dict = {'num_threads': self._num_threads, 'after_session': after,
+                           'model_source': source, 'allow_spinning': bool(allow_spinning)}
             with ort_session.onnx_session_hooks(**hooks):
                 tts.prepare(warmup=device.startswith('cuda'), compile=bool(compile))
             self._speaker = tts.speakers[speaker]

@@ -25,11 +25,11 @@ import logging
 import os
 import tempfile
 import threading
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 import numpy as np
 
-from .base import Engine, VoiceParams, WrappedEngine
+from .base import AudioWindow, Engine, VoiceParams, WrappedEngine
 
 _LOG = logging.getLogger(__name__)
 
@@ -177,15 +177,8 @@ class CachingEngine(WrappedEngine):
         with self._lock:
             return key in self._entries or (self._dir is not None and key in self._files)
 
-    def synthesize(self, text: str, voice: VoiceParams) -> np.ndarray:
-        """Return the cached audio of ``text``, or synthesise and remember it.
-
-        Returns:
-            float32 ``(samples,)`` at :attr:`sample_rate`: a fresh copy, identical to the
-            wrapped engine's output for that key. Raises what the wrapped engine raises
-            (errors are not cached).
-        """
-        key = self.key(text, voice)
+    def _lookup(self, key: str) -> Optional[np.ndarray]:
+        """A fresh copy of the audio held for ``key`` (memory, then disk), or None."""
         with self._lock:
             audio = self._entries.get(key)
             if audio is not None:
@@ -198,12 +191,48 @@ class CachingEngine(WrappedEngine):
                 self.hits += 1
                 self._remember(key, audio)
             return audio.copy()
-        audio = np.ascontiguousarray(self._engine.synthesize(text, voice), dtype=np.float32)
+        return None
+
+    def _keep(self, key: str, audio: np.ndarray) -> None:
+        """Remember a miss's audio (memory LRU, and disk when persistent)."""
         with self._lock:
             self.misses += 1
             self._remember(key, audio.copy())
         self._store(key, audio)
+
+    def synthesize(self, text: str, voice: VoiceParams) -> np.ndarray:
+        """Return the cached audio of ``text``, or synthesise and remember it.
+
+        Returns:
+            float32 ``(samples,)`` at :attr:`sample_rate`: a fresh copy, identical to the
+            wrapped engine's output for that key. Raises what the wrapped engine raises
+            (errors are not cached).
+        """
+        key = self.key(text, voice)
+        audio = self._lookup(key)
+        if audio is not None:
+            return audio
+        audio = np.ascontiguousarray(self._engine.synthesize(text, voice), dtype=np.float32)
+        self._keep(key, audio)
         return audio
+
+    def synthesize_windows(self, text: str, voice: VoiceParams) -> Iterator[AudioWindow]:
+        """A hit as one window (whole, at no cost); a miss as the wrapped engine's windows.
+
+        A miss is remembered whole once its last window has come (an abandoned or failed
+        one is not). Raises what the wrapped engine raises.
+        """
+        key = self.key(text, voice)
+        audio = self._lookup(key)
+        if audio is not None:
+            yield AudioWindow(audio)
+            return
+        parts = []
+        for window in self._engine.synthesize_windows(text, voice):
+            parts.append(np.asarray(window.audio, dtype=np.float32))
+            if not window.later_s:
+                self._keep(key, np.ascontiguousarray(np.concatenate(parts)))
+            yield window
 
     def predict_pause(self, left: str, right: str, voice: VoiceParams) -> float:
         """The wrapped engine's pause (s), remembered (:data:`MAX_PAUSES` entries)."""

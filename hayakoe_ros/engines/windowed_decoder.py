@@ -134,7 +134,7 @@ class StagedSynthesizer:
         for k, (session, names, stage) in enumerate(zip(self.decoders, self._inputs,
                                                         self.chain.stages)):
             in_lo, in_hi, keep_lo, keep_hi = plan[k]
-            feed = {names[0]: x}
+            feed: dict = {names[0]: x}
             if k == 0 and self._has_g:
                 feed[names[1]] = g
             y = session.run(None, feed, run_options)[0]

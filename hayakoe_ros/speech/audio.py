@@ -133,3 +133,49 @@ class Chunker:
         chunk[:valid] = self._pending
         self._pending = np.zeros(0, dtype=np.int16)
         return chunk, valid
+
+
+class StreamLimiter:
+    """:func:`apply_gain_and_limit` on audio that arrives in pieces, to the same samples.
+
+    A limited sample depends on the gain reduction needed within ``attack_s + release_s
+    + attack_s`` of it on both sides (the running minimum, then the moving average), so
+    each piece's last that-many samples are held back until the next piece (or
+    :meth:`finish`) gives them their right-hand context, and that many already handed
+    over are kept as the next piece's left-hand context. The concatenated output equals
+    ``apply_gain_and_limit(whole, gain, sample_rate)`` sample for sample.
+
+    Args:
+        gain: Linear gain, >= 0.
+        sample_rate: Hz.
+    """
+
+    def __init__(self, gain: float, sample_rate: int, attack_s: float = 0.002,
+                 release_s: float = 0.020) -> None:
+        self._gain = float(gain)
+        self._sr = int(sample_rate)
+        self._args = {'attack_s': attack_s, 'release_s': release_s}
+        avg_half = max(1, int(attack_s * sample_rate))
+        self._reach = max(avg_half, int((attack_s + release_s) * sample_rate)) + avg_half
+        self._buf = np.zeros(0, np.float32)  # left context, then what is not handed yet
+        self._left = 0                       # samples of context at the start of _buf
+
+    def push(self, audio: np.ndarray) -> np.ndarray:
+        """Add float32 ``(samples,)``; return the limited samples now final (float32)."""
+        self._buf = np.concatenate([self._buf, np.asarray(audio, np.float32)])
+        ready = self._buf.size - self._reach
+        if ready <= self._left:
+            return np.zeros(0, np.float32)
+        out = apply_gain_and_limit(self._buf, self._gain, self._sr, **self._args)
+        out = out[self._left:ready]
+        keep_from = max(0, ready - self._reach)
+        self._buf = self._buf[keep_from:]
+        self._left = ready - keep_from
+        return out
+
+    def finish(self) -> np.ndarray:
+        """The held-back rest, limited (float32); the limiter is empty afterwards."""
+        out = apply_gain_and_limit(self._buf, self._gain, self._sr, **self._args)
+        out = out[self._left:]
+        self._buf, self._left = np.zeros(0, np.float32), 0
+        return out

@@ -130,7 +130,7 @@ def speakable_chars(text: str) -> int:
 
 def plan_start_delay(segments: Sequence[Segment], ready: int, ahead_s: float,
                      estimate: Optional[RateEstimate], length_scale: float = 1.0,
-                     cached: Sequence[bool] = ()) -> float:
+                     cached: Sequence[bool] = (), pending_s: Sequence[float] = ()) -> float:
     """How long after now playback may start so that every later segment is ready in time.
 
     Args:
@@ -141,6 +141,9 @@ def plan_start_delay(segments: Sequence[Segment], ready: int, ahead_s: float,
         estimate: The engine's and voice's rate; None (nothing measured yet): 0.
         length_scale: The utterance's length scale (a segment's SSML rate divides it).
         cached: Per segment, whether the phrase cache holds it (no synthesis time).
+        pending_s: Seconds of audio of ``segments[ready]`` still to synthesise, one per
+            window to come (a segment decoded in windows: ``ahead_s`` then counts only
+            what was handed over); each is planned like a segment with no pause before.
 
     Returns:
         Seconds >= 0: with ``ready`` 0, the start delay of the module docstring's formula;
@@ -151,6 +154,10 @@ def plan_start_delay(segments: Sequence[Segment], ready: int, ahead_s: float,
     delay = 0.0
     synth = 0.0       # synthesis of segments ready+1 .. k
     ahead = ahead_s   # audio and pauses before segment k
+    for audio in pending_s:
+        synth += estimate.planned_synthesis_s(audio)
+        delay = max(delay, synth - ahead)
+        ahead += audio
     for k in range(ready + 1, len(segments)):
         seg = segments[k]
         ahead += _pause_after(segments[k - 1])

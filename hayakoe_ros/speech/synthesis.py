@@ -22,15 +22,16 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
-from ..engines.base import Engine, NothingToSpeakError, SynthesisCanceledError, VoiceParams
-from .audio import apply_gain_and_limit, to_int16
+from ..engines.base import (AudioWindow, Engine, NothingToSpeakError, SynthesisCanceledError,
+                            VoiceParams)
 from .gapless import RateEstimate, RateEstimator, plan_start_delay, speakable_chars
 from .joins import Joiner, smooth_join
-from .pauses import gap_s, pad_lead_in, pause_target, trim_for_break, trim_own_silence
+from .pauses import gap_s, pause_target
+from .segment_audio import SegmentAudio
 from ..text.segment import Segment
 from .utterance import Attempt, Utterance
 
@@ -189,6 +190,7 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
     pause_s = 0.0  # the pause prediction before a segment is part of what it costs
     handed = 0     # samples handed over (segments and pauses)
     first_ready = 0.0
+    started = False  # the first hand-over of audio is done: attempt.start_at is set
     k = -1
     while k + 1 < len(segments):
         k += 1
@@ -207,40 +209,59 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
         t0 = clock()
         voice = segment_voice(utt.voice, seg)
         cached = engine.is_cached(seg.text, voice)
-        try:
-            with engine.cancellable(token):
-                audio = engine.synthesize(seg.text, voice)
-        except SynthesisCanceledError:
-            _LOG.debug('utterance %d: segment %d/%d: synthesis aborted by a cancel',
-                       utt.id, k + 1, len(segments))
-            return
-        except NothingToSpeakError as exc:
-            _LOG.warning('utterance %d: skipping segment %r: %s', utt.id, seg.text, exc)
-            audio = np.zeros(0, dtype=np.float32)
-        except Exception as exc:
-            _engine_failed(put, utt, attempt, 'synthesis', exc)
-            return
-        spoke = audio.size > 0
-        raw_s = audio.size / sr  # what the engine computed: the rate estimate's audio
-        if spoke:  # the voice's own edge silence, then SSML <break>s: see .pauses
-            audio = trim_own_silence(audio, sr)
-            if after_pause:
-                audio = pad_lead_in(audio, sr)
-            after_pause = False
-            audio = trim_for_break(audio, sr, k > 0 and segments[k - 1].pause_s is not None,
-                                   None if last else seg.pause_s)
-        audio = joiner.join(audio, smooth_before, smooth_after)
+        shaper = SegmentAudio(sr, gain, joiner, after_pause=after_pause,
+                              after_break=k > 0 and segments[k - 1].pause_s is not None,
+                              break_after=None if last else seg.pause_s,
+                              smooth_before=smooth_before, smooth_after=smooth_after)
+        # The first segment in windows (first audio after its first window), the others
+        # whole (they are synthesised while earlier audio plays: windows would gain nothing).
+        windows = _windows(engine, seg.text, voice, windowed=k == 0 and not cached)
+        while True:
+            try:
+                with engine.cancellable(token):
+                    window = next(windows)
+            except SynthesisCanceledError:
+                _LOG.debug('utterance %d: segment %d/%d: synthesis aborted by a cancel',
+                           utt.id, k + 1, len(segments))
+                return
+            except NothingToSpeakError as exc:
+                _LOG.warning('utterance %d: skipping segment %r: %s', utt.id, seg.text, exc)
+                window = AudioWindow(np.zeros(0, dtype=np.float32))
+            except Exception as exc:
+                _engine_failed(put, utt, attempt, 'synthesis', exc)
+                return
+            final = not window.later_s
+            pcm = shaper.add(window.audio, final)
+            if final:
+                break
+            if not pcm.size:
+                continue
+            ready = clock()  # a window before the segment's end: it plays while the rest
+            handed += pcm.size  # is decoded
+            if not started:
+                started = True
+                first_ready = attempt.start_at = ready
+                if pacing.gapless and not last:
+                    _plan_start(pacing.rates.estimate(key), engine, utt, attempt, k,
+                                handed / sr, ready, first_ready, window.later_s)
+            if not put(SegmentPCM(utt, attempt, pcm, False, ready), utt, attempt):
+                return
+            if utt.canceled or utt.attempt is not attempt:
+                return
+        spoke = shaper.raw_samples > 0
+        audio = shaper.tail
         smooth_before = smooth_after
-        pcm = to_int16(apply_gain_and_limit(audio, gain, sr))
+        if spoke:
+            after_pause = False
         spent = clock() - t0
         attempt.synth_seconds += spent
         _LOG.debug('utterance %d: segment %d/%d synthesised: %d chars, %.3f s audio, '
                    '%.3f s synthesis', utt.id, k + 1, len(segments), len(seg.text),
-                   audio.size / sr, spent)
+                   shaper.raw_samples / sr, spent)
         if spoke:
             produced += 1
-            if not cached:
-                pacing.rates.update(key, spent + pause_s, raw_s,
+            if not cached:  # what the engine computed: the rate estimate's audio
+                pacing.rates.update(key, spent + pause_s, shaper.raw_samples / sr,
                                     speakable_chars(seg.text), voice.length_scale)
         pause_s = 0.0
         if last and not produced:
@@ -249,7 +270,8 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
             return
         ready = clock()
         handed += pcm.size
-        if k == 0:
+        if not started:
+            started = True
             first_ready = attempt.start_at = ready
         if pacing.gapless and not last and utt.first_audio_at is None \
                 and (k == 0 or attempt.start_at > ready):
@@ -283,20 +305,30 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
             attempt.pauses.append(0.0)  # a smooth join, or nothing spoken before it
 
 
+def _windows(engine: Engine, text: str, voice: VoiceParams, windowed: bool
+             ) -> Iterator[AudioWindow]:
+    """The segment's audio as the engine's windows, or as one window (``windowed`` False)."""
+    if windowed:
+        yield from engine.synthesize_windows(text, voice)
+    else:
+        yield AudioWindow(engine.synthesize(text, voice))
+
+
 def _plan_start(estimate: Optional[RateEstimate], engine: Engine, utt: Utterance,
                 attempt: Attempt, ready: int, ahead_s: float, now: float,
-                first_ready: float) -> None:
+                first_ready: float, pending_s: Sequence[float] = ()) -> None:
     """Set the attempt's ``start_at`` and ``start_delay_s`` (gapless) after segment ``ready``.
 
-    Planned when the first segment is ready and again after each later one while playback
-    has not started: the estimate then counts what was measured meanwhile, so the start
-    moves earlier or later. With no estimate at all (the first segment came from the
-    phrase cache on a fresh node) playback starts at once.
+    Planned when the first segment is ready (its first window, when it comes in windows:
+    ``pending_s`` are the seconds of its windows still to decode) and again after each
+    later one while playback has not started: the estimate then counts what was measured
+    meanwhile, so the start moves earlier or later. With no estimate at all (the first
+    segment came from the phrase cache on a fresh node) playback starts at once.
     """
     segments = attempt.segments
     cached = [engine.is_cached(s.text, segment_voice(utt.voice, s)) for s in segments]
     delay = plan_start_delay(segments, ready, ahead_s, estimate, utt.voice.length_scale,
-                             cached)
+                             cached, pending_s)
     attempt.start_at = now + delay
     attempt.start_delay_s = attempt.start_at - first_ready
     if estimate is not None:
