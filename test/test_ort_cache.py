@@ -134,7 +134,7 @@ def test_engine_loads_plain_models_when_the_cache_is_not_writable(tiny_model_roo
     assert len(warned) == 1, caplog.text
     # The synthesizer cannot be cut there either: whole segments, said once.
     assert [r.name for r in caplog.records if 'decoding whole segments' in r.getMessage()
-            ] == ['hayakoe_ros.engines.hayakoe_engine']
+            ] == ['hayakoe_ros.engines.hayakoe_staged']
     try:
         audio, _ = _speak(engine)
         level = engine.speaker._synth_session.get_session_options().graph_optimization_level

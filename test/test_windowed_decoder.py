@@ -83,6 +83,14 @@ def test_default_first_window_and_growth(engines, det_voice, tiny_model_root, tm
     for bad in (-0.2, 11.0):
         with pytest.raises(EngineLoadError, match='first_window_s'):
             _engine(tiny_model_root, tmp_path, first_window_s=bad)
+        with pytest.raises(ValueError, match='out of range'):
+            windowed.set_first_window(bad)  # refused, and the setting stays
+        assert windowed.first_window_s == pytest.approx(512 / 44100)
+    windowed.set_first_window(0)  # whole segments, on the same two stages
+    try:
+        assert len(list(windowed.synthesize_windows(TEXTS[0], det_voice))) == 1
+    finally:
+        windowed.set_first_window(0.001)
 
 
 def test_receptive_field_is_the_decoder_s_own(engines):
@@ -182,7 +190,7 @@ def test_a_graph_without_the_decoder_falls_back_to_whole_segments_logged_once(
     with pytest.raises(SplitError, match='no decoder input where expected'):
         split(str(root / 'onnx' / 'speakers' / 'tiny-jp' / 'synthesizer.onnx'),
               str(tmp_path), config['model'])
-    caplog.set_level(logging.DEBUG, logger='hayakoe_ros.engines.hayakoe_engine')
+    caplog.set_level(logging.DEBUG, logger='hayakoe_ros.engines.hayakoe_staged')
     engines = [_engine(root, tmp_path / 'cache') for _ in range(2)]
     try:
         warnings = [r for r in caplog.records if r.levelno == logging.WARNING

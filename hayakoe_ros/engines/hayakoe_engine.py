@@ -20,11 +20,10 @@ from typing import Iterator, Optional, Sequence
 import numpy as np
 
 from . import hayakoe_internals as hk
-from . import memory, openjtalk_guard, ort_cache, ort_session, windowed_decoder
+from . import hayakoe_staged, memory, openjtalk_guard, ort_cache, ort_session, windowed_decoder
 from .base import (AudioWindow, CancelToken, Engine, EngineError, EngineLoadError,
                    NothingToSpeakError, SynthesisCanceledError, UnknownStyleError,
                    VoiceParams)
-from .decoder_split import SplitError
 
 _LOG = logging.getLogger(__name__)
 
@@ -33,9 +32,6 @@ DEFAULT_SOURCE = 'hf://lemondouble/hayakoe'
 
 #: Default length of the first decoder window (s); see ``first_window_s``.
 FIRST_WINDOW_S = 0.2
-
-# Synthesizer files already reported as not split: one WARNING each per process.
-_NOT_SPLIT: set = set()
 
 
 def _check_cuda(device: str) -> None:
@@ -162,7 +158,8 @@ class HayakoeEngine(Engine):
                 tts.prepare(warmup=device.startswith('cuda'), compile=bool(compile))
             self._speaker = tts.speakers[speaker]
             if device == 'cpu' and first_window_s:
-                self._staged = self._stage_synthesizer(tts, hooks)
+                self._staged = hayakoe_staged.stage_synthesizer(
+                    tts, self._speaker, hooks, self._release)
         except Exception as exc:  # hayakoe raises many types: report them all the same way
             cause = ' '.join(str(exc).split())  # hayakoe's messages span several lines
             raise EngineLoadError(
@@ -183,42 +180,33 @@ class HayakoeEngine(Engine):
         self._model_id = self._identity()
         self._release()
 
-    def _stage_synthesizer(self, tts, hooks: dict
-                           ) -> Optional[windowed_decoder.StagedSynthesizer]:
-        """Put the two-stage synthesizer in hayakoe's place; None (logged) if it cannot."""
-        source = hk.synthesizer_file(self._speaker)
-        root = os.path.join(hk.cache_dir(tts), 'hayakoe_ros', 'ort-split')
-        try:
-            if source is None:
-                raise SplitError('the speaker has no synthesizer.onnx file')
-            files, chain = windowed_decoder.prepare_pieces(
-                source, hk.model_config(self._speaker), root)
-        except SplitError as exc:
-            level = logging.DEBUG if source in _NOT_SPLIT else logging.WARNING
-            _NOT_SPLIT.add(source)
-            _LOG.log(level, 'decoding whole segments (no first audio before a segment is '
-                     'complete): cannot cut %s at its decoder: %s', source, exc)
-            return None
-        # hayakoe's session goes first: both at once would raise the load's memory peak.
-        hk.replace_synthesizer(self._speaker, None)
-        gc.collect()
-        self._release()
-        try:
-            with ort_session.onnx_session_hooks(**hooks):
-                staged = windowed_decoder.open_pieces(files, chain)
-        except Exception as exc:  # a corrupt cached piece: what ONNX Runtime raises varies
-            _LOG.warning('decoding whole segments: cannot open the cut of %s (%s: %s)',
-                         source, type(exc).__name__, exc)
-            with ort_session.onnx_session_hooks(**hooks):
-                hk.restore_synthesizer(self._speaker)
-            return None
-        hk.replace_synthesizer(self._speaker, staged)
-        return staged
-
     @property
     def windowed(self) -> bool:
         """True when :meth:`synthesize_windows` decodes in windows (the two stages loaded)."""
         return self._staged is not None
+
+    @property
+    def first_window_s(self) -> float:
+        """Audio seconds of a segment's first decoder window (0: one window, whole)."""
+        if self._staged is None or not self._first_frames:
+            return 0.0
+        return self._first_frames * self._staged.hop / self._sample_rate
+
+    def set_first_window(self, seconds: float) -> None:
+        """Change the first window's length (0 = whole segments), for the next segment.
+
+        Rounded up to whole latent frames. No effect without the two stages.
+
+        Raises:
+            ValueError: ``seconds`` is not 0 and not in ``(0, MAX_FIRST_WINDOW_S]``.
+        """
+        if seconds == 0:
+            self._first_frames = 0
+        elif self._staged is not None:
+            self._first_frames = windowed_decoder.first_window_frames(
+                seconds, self._sample_rate, self._staged.hop)
+        else:
+            windowed_decoder.first_window_frames(seconds, self._sample_rate, 512)
 
     @property
     def staged(self) -> Optional[windowed_decoder.StagedSynthesizer]:
@@ -353,22 +341,15 @@ class HayakoeEngine(Engine):
         ``intonation_scale`` other than 1 (WORLD re-synthesis needs the whole segment).
         """
         staged = self._staged
-        if staged is None or voice.pitch_scale != 1.0 or voice.intonation_scale != 1.0:
+        if staged is None or not self._first_frames or voice.pitch_scale != 1.0 \
+                or voice.intonation_scale != 1.0:
             yield from super().synthesize_windows(text, voice)
             return
         self.check_voice(voice)
         feats = self._features(text)
         self._check_speakable(text, feats)
-        feed = hk.synthesizer_feed(self._speaker, feats, voice)
-        lock = hk.synthesis_lock(self._speaker)
-        with lock:
-            z, g, _ = staged.first_stage(feed)
-        plan = windowed_decoder.window_plan(int(z.shape[2]), staged.hop, self._first_frames)
-        seconds = [(hi - lo) / self._sample_rate for lo, hi in plan]
-        for i, (lo, hi) in enumerate(plan):
-            with lock:
-                audio = staged.decode(z, g, lo, hi)
-            yield AudioWindow(audio, tuple(seconds[i + 1:]))
+        yield from hayakoe_staged.decode_windows(self._speaker, staged, feats, voice,
+                                                 self._first_frames, self._sample_rate)
 
     def predict_pause(self, left: str, right: str, voice: VoiceParams) -> float:
         """Pause at the end of ``left``, predicted over the pair ``left + right``.
