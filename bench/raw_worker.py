@@ -127,8 +127,12 @@ class EngineWorker:
         spk = eng.speaker
         segs = [s.text for s in segment(prepare_text(text, 100000), 60)]
         pairs = list(zip(segs, segs[1:]))
+        synth = spk._synth_session
+        # The two-stage synthesizer (the node's CPU default): its stages' sessions are
+        # what runs, whole segments and windows alike.
+        synth = getattr(synth, 'sessions', synth)
         timers = _SessionTimers({'bert': spk._bert_session, 'dp': spk._dp_session,
-                                 'synth': spk._synth_session})
+                                 'synth': synth})
 
         def node_pipeline() -> None:
             sched = SpeechScheduler(eng, lambda utt, chunk: None,
@@ -225,10 +229,13 @@ class _SessionTimers:
     """Wraps the ``run`` method of ONNX Runtime sessions to time and count the calls."""
 
     def __init__(self, sessions: dict) -> None:
-        self._sessions = {k: v for k, v in sessions.items() if v is not None}
+        # role -> one session, or a list of sessions counted together
+        self._sessions = {k: (v if isinstance(v, list) else [v])
+                          for k, v in sessions.items() if v is not None}
         self._acc = {k: [0.0, 0] for k in self._sessions}
-        for role, sess in self._sessions.items():
-            sess.run = self._wrap(role, sess.run)
+        for role, group in self._sessions.items():
+            for sess in group:
+                sess.run = self._wrap(role, sess.run)
 
     def _wrap(self, role: str, run):
         def timed_run(*args, **kwargs):
@@ -252,8 +259,9 @@ class _SessionTimers:
         return sum(v[0] for v in self._acc.values())
 
     def restore(self) -> None:
-        for sess in self._sessions.values():
-            del sess.run  # the class's method shows again
+        for group in self._sessions.values():
+            for sess in group:
+                del sess.run  # the class's method shows again
 
 
 def _timed(fn, *args, **kwargs):

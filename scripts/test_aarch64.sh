@@ -53,8 +53,9 @@ for minor in $(seq 17 28); do PLATFORMS+=("manylinux_2_${minor}_aarch64"); done
 TIMEOUT_S="${AARCH64_TIMEOUT_S:-1200}"
 
 # What runs: test_text, test_readings (the readings table, exactly, and the front end's bad
-# input), test_accent_unchanged, test_audio, test_engines, test_scheduler and
-# test_aarch64_parity,
+# input), test_accent_unchanged, test_audio, test_engines, test_scheduler,
+# test_aarch64_parity and the windowed decoder's exactness (test_windowed_decoder:
+# windows = whole segment there too),
 # less what cannot work at emulated speed or repeats platform-independent checks at a
 # high emulated price.  The tiny model costs about 8 s of emulated compute per second of
 # audio (30-100 times the host), and loading an engine about a minute.
@@ -80,6 +81,7 @@ EMULATION_SKIPS=(
 # Two shards side by side, one core each (every engine in these tests uses one thread),
 # balanced by emulated cost; each loads the tiny engine once.
 PIPELINE_SHARD_TESTS=(
+  test_windows_are_hayakoe_s_whole_segment_audio
   test_chunks_have_exact_frames_and_only_the_last_is_padded
   test_limiter_keeps_loud_volume_from_clipping
   test_unknown_style_and_speaker_are_rejected
@@ -90,7 +92,7 @@ join_or() { local IFS='|' all; all="$*"; echo "${all//|/ or }"; }
 SHARD_NAMES=(engines pipeline)
 SHARD_ARGS=(
   "test/test_text.py test/test_readings.py test/test_accent_unchanged.py test/test_audio.py test/test_engines.py test/test_scheduler.py"
-  "test/test_scheduler.py test/test_aarch64_parity.py"
+  "test/test_scheduler.py test/test_aarch64_parity.py test/test_windowed_decoder.py"
 )
 SHARD_K=(
   "not ($(join_or "${EMULATION_SKIPS[@]}" "${PIPELINE_SHARD_TESTS[@]}"))"

@@ -182,3 +182,22 @@ def test_stream_limiter_limits_pieces_as_the_whole():
     out = [limiter.push(x[a:b]) for a, b in ((0, 7), (7, 1500), (1500, 29000), (29000, 30000))]
     got = np.concatenate(out + [limiter.finish()])
     np.testing.assert_array_equal(got, want)
+
+
+def test_gapless_windows_the_first_segment_once_it_has_a_rate_to_plan_with():
+    from speech_fakes import ThreadClock
+
+    clock = ThreadClock()
+    engine = WindowedTone(clock, rtf=0.3)
+    sched = SpeechScheduler(engine, lambda utt, chunk: None,
+                            SchedulerConfig(gapless=True, chunk_frames=256),
+                            clock=clock, waiter=clock.wait)
+    try:
+        utts = [submit_text(sched, t, VoiceParams()) for t in ('こんにちは。', 'さようなら。')]
+        assert all(u.wait(REAL_TIMEOUT_S) and u.outcome is Outcome.SUCCEEDED for u in utts)
+    finally:
+        sched.shutdown()
+    # A fresh scheduler knows no rate: the first utterance's segment came whole (its
+    # start planned as before); the second, with a measured rate, in windows.
+    assert {t for t, _ in engine.windows_made} == {'さようなら。'}
+    assert [u.underruns for u in utts] == [0, 0]

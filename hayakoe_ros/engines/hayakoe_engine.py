@@ -30,8 +30,11 @@ _LOG = logging.getLogger(__name__)
 #: Default model repository of hayakoe (Hugging Face), used when no source is given.
 DEFAULT_SOURCE = 'hf://lemondouble/hayakoe'
 
-#: Default length of the first decoder window (s); see ``first_window_s``.
-FIRST_WINDOW_S = 0.2
+#: Default length of the first decoder window (s); see ``first_window_s``. Chosen from
+#: ``bench/windowed.py`` (full-size model, 2 threads, first_segment_morae 8): node TTFA /
+#: raw generate() of the first sentence 0.18 at 0.05 s, 0.13 at 0.1 s, 0.15 at 0.2 s,
+#: 0.20 at 0.4 s (shorter: the cut's context costs more than the window saves).
+FIRST_WINDOW_S = 0.1
 
 
 def _check_cuda(device: str) -> None:
@@ -92,7 +95,8 @@ class HayakoeEngine(Engine):
             the same speed (``bench/spinning.py``; BENCHMARKS.md, "Thread spinning") and
             leaves that time to the rest of the robot.
         first_window_s: CPU only: decode each segment's latent in windows, the first
-            this many seconds of audio long and each later one twice the one before
+            this many seconds of audio long (:data:`FIRST_WINDOW_S`, 0.1 s, 9 frames of
+            the 44.1 kHz JP-Extra models) and each later one twice the one before
             (:meth:`synthesize_windows`), with the synthesizer cut in two stages at the
             decoder (:mod:`.decoder_split`, cached beside the optimised models). 0 =
             whole segments (hayakoe's own single call). In ``(0, 10]`` otherwise; a

@@ -214,8 +214,12 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
                               break_after=None if last else seg.pause_s,
                               smooth_before=smooth_before, smooth_after=smooth_after)
         # The first segment in windows (first audio after its first window), the others
-        # whole (they are synthesised while earlier audio plays: windows would gain nothing).
-        windows = _windows(engine, seg.text, voice, windowed=k == 0 and not cached)
+        # whole (they are synthesised while earlier audio plays: windows would gain
+        # nothing). A gapless start needs a rate estimate to plan the windows still to
+        # come: without one (a fresh scheduler) the first segment comes whole, as before.
+        windowed = k == 0 and not cached and (
+            not pacing.gapless or pacing.rates.estimate(key) is not None)
+        windows = _windows(engine, seg.text, voice, windowed=windowed)
         while True:
             try:
                 with engine.cancellable(token):

@@ -1,0 +1,421 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""First audio with the decoder in windows: exactness, TTFA, first sound, CPU (no ROS).
+
+``python bench/windowed.py [--recipe full] [--threads 2] [--reps 3]
+[--windows 0.05 0.1 0.2 0.4] [--json FILE]``
+
+* Exactness: every sentence of the benchmark list and the 3-sentence text, decoded in
+  windows (the default first window and 1 frame) against hayakoe's own whole-segment
+  ``synthesizer.onnx`` session (a second engine with ``first_window_s`` 0): max abs
+  difference (full scale 1.0) and length.
+* TTFA: the node's speech pipeline in this process (pacing on, gapless off, the default
+  ``first_segment_morae``), submit to first chunk, for each first window (0 = whole
+  segments), against raw hayakoe ``generate()`` of the first sentence alone in a
+  ``bench/raw_worker.py`` process; paired ratios (median of per-repetition ratios).
+* First sound: first chunk's stamp to its first sample above -40 dBFS, on the full-size
+  model and on Open JTalk, with the pipeline (trimmed) and the engine's raw output.
+* CPU per audio second: the pipeline (pacing off) on the 1- and 3-sentence texts, this
+  process's CPU time (all threads) against the raw worker's (``/proc``), for the default
+  first window and for whole segments.
+* Overlap: decoder time of the first segment's windows against its whole decode (best
+  of the repetitions), and that extra as a share of the utterance's decoder time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+import numpy as np  # noqa: E402
+
+from bench.raw_worker import SPEAKER, model_root, warm_engine  # noqa: E402
+from tools.submit import submit_text  # noqa: E402
+from tools.texts import load_texts  # noqa: E402
+
+SOUND = 10.0 ** (-40.0 / 20.0)
+TIMEOUT_S = 600.0
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system, all threads) of process ``pid`` from ``/proc``."""
+    with open(f'/proc/{pid}/stat', encoding='ascii') as fh:
+        fields = fh.read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
+class Raw:
+    """A ``bench/raw_worker.py hayakoe`` process: ``generate()`` wall and CPU seconds."""
+
+    def __init__(self, root: Path, speaker: str, threads: int) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(REPO / 'bench' / 'raw_worker.py'), 'hayakoe', '--root',
+             str(root), '--speaker', speaker, '--threads', str(threads)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            cwd=REPO, text=True, bufsize=1)
+        assert self.proc.stdout is not None
+        ready = json.loads(self.proc.stdout.readline() or '{}')
+        if not ready.get('ready'):
+            raise RuntimeError('raw worker failed to start')
+        self.pid = int(ready['pid'])
+
+    def generate(self, text: str) -> dict:
+        """``{'compute_s', 'audio_s', 'cpu_s'}`` of one ``Speaker.generate(text)``."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        cpu0 = _cpu_s(self.pid)
+        self.proc.stdin.write(json.dumps({'op': 'generate', 'text': text}) + '\n')
+        self.proc.stdin.flush()
+        reply = json.loads(self.proc.stdout.readline() or '{"error": "worker died"}')
+        if 'error' in reply:
+            raise RuntimeError(reply['error'])
+        reply['cpu_s'] = _cpu_s(self.pid) - cpu0
+        return reply
+
+    def stop(self) -> None:
+        """Quit the worker."""
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write('{"op": "quit"}\n')
+            self.proc.stdin.close()
+            self.proc.wait(30)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+
+
+def _speak(engine, voice, text: str, pacing: bool, first_only: bool = False,
+           morae: int = 8, gapless: bool = False, warm_up: str = '') -> dict:
+    """Run the pipeline on ``text``; TTFA, the PCM (or its first chunk), CPU, audio s.
+
+    ``morae``: ``first_segment_morae`` (8: the node's default). ``warm_up``: a text
+    spoken first by the same scheduler, so that it has a rate estimate (as a node that
+    has spoken before).
+    """
+    from hayakoe_ros.speech import SchedulerConfig, SpeechScheduler
+
+    chunks: list = []
+    first = threading.Event()
+
+    def sink(utt, chunk):
+        chunks.append(chunk)
+        first.set()
+
+    sched = SpeechScheduler(engine, sink, SchedulerConfig(
+        pacing=pacing, gapless=gapless, first_segment_morae=morae))
+    if hasattr(engine, 'forget_features'):
+        engine.forget_features()
+    try:
+        if warm_up:
+            if not submit_text(sched, warm_up, voice).wait(TIMEOUT_S):
+                raise RuntimeError('warm-up utterance did not finish')
+            chunks.clear()
+            first.clear()
+        cpu0 = time.process_time()
+        utt = submit_text(sched, text, voice)
+        if first_only:
+            if not first.wait(TIMEOUT_S):
+                raise RuntimeError('no first chunk')
+            sched.stop()
+        elif not utt.wait(TIMEOUT_S):
+            raise RuntimeError('utterance did not finish')
+        cpu = time.process_time() - cpu0
+    finally:
+        sched.shutdown(timeout=60.0)
+    pcm = np.concatenate([c.samples for c in chunks]) if chunks else np.zeros(0, np.int16)
+    return {'ttfa_s': utt.ttfa_s, 'cpu_s': cpu, 'audio_s': utt.audio_s, 'pcm': pcm,
+            'rate': engine.sample_rate, 'first_segment': utt.segments[0].text,
+            'underruns': utt.underruns, 'start_delay_s': utt.start_delay_s}
+
+
+def _first_sound_ms(samples: np.ndarray, rate: int) -> float:
+    loud = np.flatnonzero(np.abs(samples.astype(np.float64)) > SOUND * 32767)
+    return float(loud[0]) / rate * 1000.0 if loud.size else float('nan')
+
+
+def _med(values) -> float:
+    values = [v for v in values if v == v]
+    return statistics.median(values) if values else float('nan')
+
+
+def _spread(values) -> str:
+    return f'{_med(values):.3f} ({min(values):.3f}-{max(values):.3f})'
+
+
+def exactness(windowed, whole, voice, texts: dict) -> dict:
+    """Max abs difference and lengths of windows vs hayakoe's whole segment, per text."""
+    out = {}
+    default = windowed.first_window_s
+    for name, text in texts.items():
+        ref = whole.synthesize(text, voice)
+        row = {}
+        for label, seconds in (('default', default), ('1 frame', 1e-3)):
+            windowed.set_first_window(seconds)
+            parts = [w.audio for w in windowed.synthesize_windows(text, voice)]
+            audio = np.concatenate(parts)
+            row[label] = {'max_abs': float(np.abs(audio - ref).max()) if audio.size ==
+                          ref.size else float('inf'), 'same_length': audio.size == ref.size,
+                          'windows': len(parts)}
+        out[name] = row
+        windowed.set_first_window(default)
+    return out
+
+
+def overlap(engine, voice, text: str, first_text: str, reps: int) -> dict:
+    """Decoder seconds of the first segment in windows vs whole (best of ``reps``)."""
+    from hayakoe_ros.engines import hayakoe_internals as hk
+    from hayakoe_ros.engines.windowed_decoder import window_plan
+
+    staged = engine.staged
+    feats = engine._features(first_text)  # noqa: SLF001 - the bench measures the stages
+    z, g, _ = staged.first_stage(hk.synthesizer_feed(engine.speaker, feats, voice))
+    frames = int(z.shape[2])
+    plan = window_plan(frames, staged.hop, engine._first_frames)  # noqa: SLF001
+    whole_t, win_t = [], []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        staged.decode(z, g, 0, frames * staged.hop)
+        whole_t.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        for lo, hi in plan:
+            staged.decode(z, g, lo, hi)
+        win_t.append(time.perf_counter() - t0)
+    full = engine._features(text)  # noqa: SLF001
+    zt, gt, _ = staged.first_stage(hk.synthesizer_feed(engine.speaker, full, voice))
+    t0 = time.perf_counter()
+    staged.decode(zt, gt, 0, int(zt.shape[2]) * staged.hop)
+    utt_dec = time.perf_counter() - t0
+    extra = min(win_t) - min(whole_t)
+    return {'frames': frames, 'windows': [(hi - lo) // staged.hop for lo, hi in plan],
+            'whole_s': min(whole_t), 'windows_s': min(win_t),
+            'extra_of_segment': extra / min(whole_t), 'utterance_decoder_s': utt_dec,
+            'extra_of_utterance': extra / utt_dec}
+
+
+def main(argv=None) -> int:
+    """Measure, print Markdown tables, write JSON with ``--json``."""
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--recipe', default='full', choices=tuple(SPEAKER))
+    parser.add_argument('--threads', type=int, default=2)
+    parser.add_argument('--reps', type=int, default=3)
+    parser.add_argument('--windows', type=float, nargs='+', default=[0.05, 0.1, 0.2, 0.4])
+    parser.add_argument('--json', default=None)
+    parser.add_argument('--model-root', default=None)
+    parser.add_argument('--skip-exactness', action='store_true')
+    args = parser.parse_args(argv)
+    from hayakoe_ros.engines.openjtalk_engine import OpenJTalkEngine
+
+    speaker = SPEAKER[args.recipe]
+    root = model_root(args.recipe, args.model_root)
+    texts = load_texts()
+    bench = texts['benchmark']
+    one, three = bench[0], ''.join(bench[:3])
+    t0 = time.perf_counter()
+    raw = Raw(root, speaker, args.threads)
+    engine, voice = warm_engine(root, speaker, args.threads)
+    default_window = engine.first_window_s
+    out: dict = {'recipe': args.recipe, 'threads': args.threads, 'reps': args.reps,
+                 'default_first_window_s': default_window, 'windowed': engine.windowed,
+                 'load_avg_start': os.getloadavg()}
+    try:
+        if not args.skip_exactness:
+            whole, _ = warm_engine(root, speaker, args.threads, first_window_s=0)
+            sentences = {f'benchmark {i + 1}': s for i, s in enumerate(bench)}
+            sentences['3 sentences'] = three
+            out['exactness'] = exactness(engine, whole, voice, sentences)
+            whole.close()
+            print(f'[{time.perf_counter() - t0:.0f} s] exactness done', file=sys.stderr)
+        raw.generate(one)
+        _speak(engine, voice, one, True, True)
+        windows = [0.0] + list(args.windows)
+        keys = [f'{m}/{w}' for m in (8, 0) for w in windows]
+        ttfa: dict = {k: [] for k in keys}
+        ratio: dict = {k: [] for k in keys}
+        runs: dict = {'windows': [], 'whole': []}
+        raw_s, cpu = [], {'raw1': [], 'raw3': [], 'node1': [], 'node3': [], 'off1': [],
+                          'off3': []}
+        for rep in range(args.reps):
+            gen = raw.generate(one)
+            raw_s.append(gen['compute_s'])
+            for key in keys:
+                m, w = key.split('/')
+                engine.set_first_window(float(w))
+                r = _speak(engine, voice, one, True, True, morae=int(m))
+                ttfa[key].append(r['ttfa_s'])
+                ratio[key].append(r['ttfa_s'] / gen['compute_s'])
+            for n, text in (('1', one), ('3', three)):
+                g = gen if n == '1' else raw.generate(text)
+                cpu['raw' + n].append(g['cpu_s'] / g['audio_s'])
+                for label, w in (('node', default_window), ('off', 0.0)):
+                    engine.set_first_window(w)
+                    r = _speak(engine, voice, text, False)
+                    cpu[label + n].append(r['cpu_s'] / r['audio_s'])
+            # In real time (pacing on): do the windows keep up? gapless off, then on.
+            for label, w in (('windows', default_window), ('whole', 0.0)):
+                engine.set_first_window(w)
+                for gapless in (False, True):
+                    r = _speak(engine, voice, three, True, gapless=gapless,
+                               warm_up='はい、わかりました。')
+                    runs[label].append({'gapless': gapless, 'underruns': r['underruns'],
+                                        'ttfa_s': r['ttfa_s'],
+                                        'start_delay_s': r['start_delay_s']})
+            engine.set_first_window(default_window)
+            print(f'[{time.perf_counter() - t0:.0f} s] rep {rep}: raw {raw_s[-1]:.2f} s',
+                  file=sys.stderr, flush=True)
+        out.update({'raw_generate_first_s': raw_s, 'ttfa_s': ttfa, 'ttfa_ratio': ratio,
+                    'cpu_per_audio_s': cpu, 'real_time': runs})
+        # First sound after the first chunk's stamp (pipeline, pacing off).
+        sound: dict = {}
+        r = _speak(engine, voice, one, False)
+        sound['hayakoe'] = {'pipeline_ms': _first_sound_ms(r['pcm'], r['rate']),
+                            'engine_ms': _first_sound_ms(
+                                (engine.synthesize(r['first_segment'], voice) * 32767),
+                                engine.sample_rate)}
+        ojt = OpenJTalkEngine()
+        ojt.warmup()
+        r = _speak(ojt, voice.__class__(), one, False)
+        sound['openjtalk'] = {'pipeline_ms': _first_sound_ms(r['pcm'], r['rate']),
+                              'engine_ms': _first_sound_ms(
+                                  ojt.synthesize(r['first_segment'],
+                                                 voice.__class__()) * 32767, 48000)}
+        out['first_sound'] = sound
+        out['overlap'] = overlap(engine, voice, one, _speak(engine, voice, one, True, True)
+                                 ['first_segment'], max(3, args.reps))
+    finally:
+        raw.stop()
+    out['load_avg_end'] = os.getloadavg()
+    out['wall_s'] = time.perf_counter() - t0
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1, ensure_ascii=False,
+                                              default=str), encoding='utf-8')
+    print(report(out))
+    return 0
+
+
+def report(out: dict) -> str:
+    """Markdown tables of one run."""
+    lines = [f"threads {out['threads']}, {out['reps']} repetitions, default first window "
+             f"{out['default_first_window_s']:.3f} s, load {out['load_avg_start'][0]:.1f}-"
+             f"{out['load_avg_end'][0]:.1f}", '']
+    if 'exactness' in out:
+        lines += ['| text | windows (default) | max abs | windows (1 frame) | max abs | '
+                  'same length |', '|---|---|---|---|---|---|']
+        for name, row in out['exactness'].items():
+            d, f = row['default'], row['1 frame']
+            lines.append(f"| {name} | {d['windows']} | {d['max_abs']:.1e} | {f['windows']} "
+                         f"| {f['max_abs']:.1e} | {d['same_length'] and f['same_length']} |")
+        lines.append('')
+    raw = out['raw_generate_first_s']
+    lines += [f'raw generate() of the first sentence: {_spread(raw)} s', '',
+              '| first_segment_morae | first window | node TTFA (s) | node TTFA / raw '
+              'generate() |', '|---|---|---|---|']
+    for key, values in out['ttfa_s'].items():
+        m, w = key.split('/')
+        label = 'whole segments' if float(w) == 0 else f'{float(w):.3f} s'
+        lines.append(f"| {m} | {label} | {_spread(values)} | "
+                     f"{_spread(out['ttfa_ratio'][key])} |")
+    cpu = out['cpu_per_audio_s']
+    lines += ['', '| text | CPU/audio s raw | node (windows) | node (whole) | node/raw '
+              '(windows) | windows/whole |', '|---|---|---|---|---|---|']
+    for n in ('1', '3'):
+        pair = [a / b for a, b in zip(cpu['node' + n], cpu['raw' + n])]
+        own = [a / b for a, b in zip(cpu['node' + n], cpu['off' + n])]
+        lines.append(f"| {n} sentence(s) | {_med(cpu['raw' + n]):.3f} | "
+                     f"{_med(cpu['node' + n]):.3f} | {_med(cpu['off' + n]):.3f} | "
+                     f'{_spread(pair)} | {_spread(own)} |')
+    lines += ['', 'In real time (pacing on), after one utterance on the same scheduler (so that '
+              'it has a rate estimate, as a node that has spoken):', '',
+              '| 3 sentences, pacing on | gapless | underruns | TTFA (s) | start delay (s) |',
+              '|---|---|---|---|---|']
+    for label, rows in out['real_time'].items():
+        for gapless in (False, True):
+            sel = [r for r in rows if r['gapless'] is gapless]
+            lines.append(f"| {label} | {'on' if gapless else 'off'} | "
+                         f"{[r['underruns'] for r in sel]} | "
+                         f"{_spread([r['ttfa_s'] for r in sel])} | "
+                         f"{_spread([r['start_delay_s'] for r in sel])} |")
+    s = out['first_sound']
+    lines += ['', '| voice | first chunk stamp -> first sound (-40 dBFS), pipeline | engine '
+              'output as it comes |', '|---|---|---|']
+    for voice, row in s.items():
+        lines.append(f"| {voice} | {row['pipeline_ms']:.1f} ms | {row['engine_ms']:.1f} ms |")
+    o = out['overlap']
+    lines += ['', f"overlap: first segment {o['frames']} frames in windows {o['windows']}: "
+              f"decoder {o['windows_s']:.3f} s vs {o['whole_s']:.3f} s whole "
+              f"({o['extra_of_segment'] * 100:+.1f} % of the segment's, "
+              f"{o['extra_of_utterance'] * 100:+.1f} % of the 1-sentence utterance's "
+              f"decoder time {o['utterance_decoder_s']:.3f} s)"]
+    return '\n'.join(lines)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
+
+
+#: Targets of the claims (BENCHMARKS.md): exactness (full scale), node TTFA / raw
+#: generate() of the first sentence, first chunk stamp to first sound (s), CPU per
+#: audio second node / raw, and the windows' extra decoder time (share of the
+#: utterance's decoder time).
+EXACT = 1e-4
+TTFA_RATIO = 0.15
+FIRST_SOUND_S = 0.050
+CPU_RATIO = 1.031
+OVERLAP_SHARE = 0.03
+
+
+def claims(runs: dict) -> list:
+    """Claim rows ``[claim, measured, target, status]`` of :func:`main`'s JSON, by threads."""
+    rows = []
+
+    def status(ok: bool) -> str:
+        return 'met' if ok else '**MISSED**'
+
+    for threads, out in sorted(runs.items()):
+        t = f'{threads} thread{"s" if str(threads) != "1" else ""}'
+        if 'exactness' in out:
+            worst = max(max(r['default']['max_abs'], r['1 frame']['max_abs'])
+                        for r in out['exactness'].values())
+            same = all(r['default']['same_length'] and r['1 frame']['same_length']
+                       for r in out['exactness'].values())
+            rows.append([f'windowed decode = whole-segment decode, every benchmark sentence '
+                         f'and the 3-sentence text (max abs, full scale; {t})',
+                         f"{worst:.1e}{', same length' if same else ', LENGTHS DIFFER'}",
+                         f'≤ {EXACT:g}, same length', status(worst <= EXACT and same)])
+        key = f"8/{out['default_first_window_s']}"
+        key = key if key in out['ttfa_ratio'] else next(
+            k for k in out['ttfa_ratio'] if k.startswith('8/') and float(k[2:]) > 0)
+        ratio = _med(out['ttfa_ratio'][key])
+        rows.append([f'node TTFA / raw generate() of the first sentence (first window '
+                     f'{float(key[2:]):.2f} s, first_segment_morae 8, no ROS; {t}; absolute '
+                     f"TTFA {_med(out['ttfa_s'][key]) * 1000:.0f} ms, whole segments "
+                     f"{_med(out['ttfa_s']['8/0.0']) * 1000:.0f} ms)",
+                     f"{ratio:.2f} ({min(out['ttfa_ratio'][key]):.2f}–"
+                     f"{max(out['ttfa_ratio'][key]):.2f})", f'≤ {TTFA_RATIO}',
+                     status(ratio <= TTFA_RATIO)])
+        cpu = out['cpu_per_audio_s']
+        for n in ('1', '3'):
+            pair = _med([a / b for a, b in zip(cpu['node' + n], cpu['raw' + n])])
+            rows.append([f'CPU s per audio s node / raw, {n} sentence(s), first segment in '
+                         f'windows (no ROS; {t})', f'{pair:.3f}', f'≤ {CPU_RATIO}',
+                         status(pair <= CPU_RATIO)])
+        o = out['overlap']
+        rows.append([f"windows' extra decoder time, share of the 1-sentence utterance's "
+                     f'decoder time ({t})', f"{o['extra_of_utterance'] * 100:.1f} %",
+                     f'< {OVERLAP_SHARE * 100:.0f} %',
+                     status(o['extra_of_utterance'] < OVERLAP_SHARE)])
+    first = next(iter(sorted(runs.items())))[1].get('first_sound', {})
+    for voice, row in first.items():
+        rows.append([f'first chunk stamp → first sound (-40 dBFS), {voice} voice',
+                     f"{row['pipeline_ms']:.0f} ms (untrimmed: {row['engine_ms']:.0f} ms)",
+                     f'≤ {FIRST_SOUND_S * 1000:.0f} ms',
+                     status(row['pipeline_ms'] <= FIRST_SOUND_S * 1000)])
+    return rows
