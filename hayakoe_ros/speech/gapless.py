@@ -130,8 +130,7 @@ def speakable_chars(text: str) -> int:
 
 def plan_start_delay(segments: Sequence[Segment], ready: int, ahead_s: float,
                      estimate: Optional[RateEstimate], length_scale: float = 1.0,
-                     cached: Sequence[bool] = (), pending_s: Sequence[float] = (),
-                     pending_synthesis_s: Optional[float] = None) -> float:
+                     cached: Sequence[bool] = (), pending_s: Sequence[float] = ()) -> float:
     """How long after now playback may start so that every later segment is ready in time.
 
     Args:
@@ -145,10 +144,6 @@ def plan_start_delay(segments: Sequence[Segment], ready: int, ahead_s: float,
         pending_s: Seconds of audio of ``segments[ready]`` still to synthesise, one per
             window to come (a segment decoded in windows: ``ahead_s`` then counts only
             what was handed over); each is planned like a segment with no pause before.
-        pending_synthesis_s: What those windows will take together (s), shared out by
-            their audio; None: each planned at the estimate's rate. The synthesis calls
-            it the segment's planned synthesis less the time already spent on it, so
-            that a segment in windows plans no later a start than the same segment whole.
 
     Returns:
         Seconds >= 0: with ``ready`` 0, the start delay of the module docstring's formula;
@@ -159,10 +154,8 @@ def plan_start_delay(segments: Sequence[Segment], ready: int, ahead_s: float,
     delay = 0.0
     synth = 0.0       # synthesis of segments ready+1 .. k
     ahead = ahead_s   # audio and pauses before segment k
-    total = sum(pending_s)
     for audio in pending_s:
-        synth += (estimate.planned_synthesis_s(audio) if pending_synthesis_s is None
-                  else pending_synthesis_s * audio / total)
+        synth += estimate.planned_synthesis_s(audio)
         delay = max(delay, synth - ahead)
         ahead += audio
     for k in range(ready + 1, len(segments)):

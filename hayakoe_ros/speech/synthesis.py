@@ -247,13 +247,12 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
                 first_ready = attempt.start_at = ready
                 estimate = pacing.rates.estimate(key)
                 if pacing.gapless and estimate is not None:
-                    # The segment's planned synthesis, less what it has taken so far,
-                    # is what its windows still to come will take (the last segment's
-                    # too: its windows must keep up).
-                    rest = estimate.planned_synthesis_s(
-                        handed / sr + sum(window.later_s)) - (ready - t0)
+                    # Each window still to come planned at the measured rate, as a
+                    # segment: a share of the segment's plan by audio would leave the
+                    # early windows, which pay for the cut's context, too little.
+                    # The last segment's windows are planned too: they must keep up.
                     _plan_start(estimate, engine, utt, attempt, k, handed / sr, ready,
-                                first_ready, window.later_s, max(0.0, rest))
+                                first_ready, window.later_s)
             if not put(SegmentPCM(utt, attempt, pcm, False, ready), utt, attempt):
                 return
             if utt.canceled or utt.attempt is not attempt:
@@ -326,13 +325,11 @@ def _windows(engine: Engine, text: str, voice: VoiceParams, windowed: bool
 
 def _plan_start(estimate: Optional[RateEstimate], engine: Engine, utt: Utterance,
                 attempt: Attempt, ready: int, ahead_s: float, now: float,
-                first_ready: float, pending_s: Sequence[float] = (),
-                pending_synthesis_s: Optional[float] = None) -> None:
+                first_ready: float, pending_s: Sequence[float] = ()) -> None:
     """Set the attempt's ``start_at`` and ``start_delay_s`` (gapless) after segment ``ready``.
 
     Planned when the first segment is ready (its first window, when it comes in windows:
-    ``pending_s`` are the seconds of its windows still to decode, ``pending_synthesis_s``
-    what they will take) and again after each
+    ``pending_s`` are the seconds of its windows still to decode) and again after each
     later one while playback has not started: the estimate then counts what was measured
     meanwhile, so the start moves earlier or later. With no estimate at all (the first
     segment came from the phrase cache on a fresh node) playback starts at once.
@@ -340,7 +337,7 @@ def _plan_start(estimate: Optional[RateEstimate], engine: Engine, utt: Utterance
     segments = attempt.segments
     cached = [engine.is_cached(s.text, segment_voice(utt.voice, s)) for s in segments]
     delay = plan_start_delay(segments, ready, ahead_s, estimate, utt.voice.length_scale,
-                             cached, pending_s, pending_synthesis_s)
+                             cached, pending_s)
     attempt.start_at = now + delay
     attempt.start_delay_s = attempt.start_at - first_ready
     if estimate is not None:
