@@ -88,7 +88,7 @@ class EngineLoader:
         Args:
             params: Parameter values by name (``engine``, ``fallback_engine``, ``speaker``,
                 ``device``, ``speaker_source``, ``bert_source``, ``cache_dir``,
-                ``num_threads``, ``allow_spinning``, ``compile``).
+                ``num_threads``, ``allow_spinning``, ``first_window_s``, ``compile``).
             voice: Returns the configured voice settings (called once the engine is set).
 
         Returns:
@@ -104,7 +104,8 @@ class EngineLoader:
                 name, speaker=params['speaker'], device=params['device'],
                 speaker_source=params['speaker_source'], bert_source=params['bert_source'],
                 cache_dir=params['cache_dir'], num_threads=params['num_threads'],
-                compile=params['compile'], allow_spinning=params['allow_spinning'])
+                compile=params['compile'], allow_spinning=params['allow_spinning'],
+                first_window_s=params['first_window_s'])
         except EngineLoadError as exc:
             cause = str(exc).rstrip('. ')
             if fallback == FallbackEngine.NONE.value or fallback == name:
