@@ -15,7 +15,8 @@ import os
 import threading
 from typing import Any, Callable, Iterator, Optional, Sequence
 
-__all__ = ['SPINNING_KEY', 'onnx_session_hooks', 'session_config_entry', 'terminable_runs']
+__all__ = ['SPINNING_KEY', 'onnx_session_hooks', 'session_config_entry', 'share_cpu_arena',
+           'terminable_runs']
 
 _PATCH_LOCK = threading.Lock()
 
@@ -83,6 +84,34 @@ def onnx_session_hooks(num_threads: int = 0,
         finally:
             for name, value in saved.items():
                 setattr(ort, name, value)
+
+
+#: Session config key (``kOrtSessionOptionsConfigUseEnvAllocators``): "1" makes a session
+#: allocate from the allocators registered with the process-wide environment.
+ENV_ALLOCATORS_KEY = 'session.use_env_allocators'
+_SHARED_ARENA: list = []
+_ARENA_LOCK = threading.Lock()  # not _PATCH_LOCK: called inside onnx_session_hooks
+
+
+def share_cpu_arena(options) -> None:
+    """Make sessions built with ``options`` share one process-wide CPU arena.
+
+    Each ONNX Runtime session otherwise keeps an arena of its own that grows to that
+    session's largest working set and keeps it; sessions that always run one after the
+    other (the pieces of one graph) then hold the sum of their peaks where the one graph
+    held the largest (measured on the full-size decoder cut in 6 pieces: +230 MB after one
+    short sentence, +480 MB after a 30-character one). The shared arena (registered once,
+    ONNX Runtime's default arena settings) is reused from piece to piece.
+    """
+    import onnxruntime as ort
+
+    with _ARENA_LOCK:
+        if not _SHARED_ARENA:
+            info = ort.OrtMemoryInfo('Cpu', ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0,
+                                     ort.OrtMemType.DEFAULT)
+            ort.create_and_register_allocator(info, ort.OrtArenaCfg(0, -1, -1, -1))
+            _SHARED_ARENA.append(info)
+    options.add_session_config_entry(ENV_ALLOCATORS_KEY, '1')
 
 
 def session_config_entry(session, key: str) -> str:
