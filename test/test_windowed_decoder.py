@@ -223,3 +223,24 @@ def test_the_cut_is_cached_and_keyed_by_the_source(tiny_model_root, tmp_path):
     with pytest.raises(SplitError):  # (a corrupt graph: its cut fails, with the reason)
         cache.pieces(str(src), config)
     assert list((tmp_path / 'split').glob('*.failed'))  # remembered, not retried
+
+
+def test_the_cut_is_made_here_when_no_process_can_be_started(tiny_model_root, tmp_path,
+                                                             monkeypatch):
+    # Under qemu user-mode emulation the interpreter cannot start itself again.
+    import subprocess
+
+    def refuse(*args, **kwargs):
+        raise OSError(8, 'Exec format error')
+
+    monkeypatch.setattr(subprocess, 'run', refuse)
+    config = hk_config(tiny_model_root)
+    entry = SplitModelCache(tmp_path).pieces(
+        str(tiny_model_root / 'onnx' / 'speakers' / 'tiny-jp' / 'synthesizer.onnx'), config)
+    assert (entry / 'stage1.onnx').is_file() and (entry / 'dec0.onnx').is_file()
+
+
+def hk_config(root):
+    """The tiny model's config ``model`` section, read from its file."""
+    return json.loads((root / 'onnx' / 'speakers' / 'tiny-jp' / 'config.json')
+                      .read_text())['model']

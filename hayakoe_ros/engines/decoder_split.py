@@ -250,7 +250,15 @@ class SplitModelCache:
         except subprocess.TimeoutExpired:
             return f'no cut within {self.timeout_s:.0f} s'
         except OSError as exc:
-            return f'cannot start {sys.executable}: {exc}'
+            # No second process here (an emulator running this interpreter, say): cut in
+            # this one, at the price of its memory peak, once.
+            _LOG.info('cannot start %s (%s): cutting %s in this process', sys.executable,
+                      exc, source)
+            try:
+                split(source, str(target), model_config)
+            except (SplitError, ValueError) as err:
+                return f'{type(err).__name__}: {err}'
+            return ''
         if proc.returncode != 0 or not (target / _META).is_file():
             lines = proc.stderr.strip().splitlines()
             return lines[-1][-500:] if lines else f'cutting exited with {proc.returncode}'
