@@ -241,27 +241,27 @@ def main(argv=None) -> int:
         ttfa: dict = {k: [] for k in keys}
         ratio: dict = {k: [] for k in keys}
         runs: dict = {'windows': [], 'whole': []}
-        raw_s, cpu = [], {'raw1': [], 'raw3': [], 'node1': [], 'node3': [], 'off1': [],
-                          'off3': []}
+        raw_s: list = []
+        cpu: dict = {k: [] for k in ('raw1', 'raw3', 'node1', 'node3', 'off1', 'off3')}
         for rep in range(args.reps):
             gen = raw.generate(one)
             raw_s.append(gen['compute_s'])
             for key in keys:
-                m, w = key.split('/')
-                engine.set_first_window(float(w))
-                r = _speak(engine, voice, one, True, True, morae=int(m))
+                morae, seconds = key.split('/')
+                engine.set_first_window(float(seconds))
+                r = _speak(engine, voice, one, True, True, morae=int(morae))
                 ttfa[key].append(r['ttfa_s'])
                 ratio[key].append(r['ttfa_s'] / gen['compute_s'])
             for n, text in (('1', one), ('3', three)):
                 g = gen if n == '1' else raw.generate(text)
                 cpu['raw' + n].append(g['cpu_s'] / g['audio_s'])
-                for label, w in (('node', default_window), ('off', 0.0)):
-                    engine.set_first_window(w)
+                for label, first in (('node', default_window), ('off', 0.0)):
+                    engine.set_first_window(first)
                     r = _speak(engine, voice, text, False)
                     cpu[label + n].append(r['cpu_s'] / r['audio_s'])
             # In real time (pacing on): do the windows keep up? gapless off, then on.
-            for label, w in (('windows', default_window), ('whole', 0.0)):
-                engine.set_first_window(w)
+            for label, first in (('windows', default_window), ('whole', 0.0)):
+                engine.set_first_window(first)
                 for gapless in (False, True):
                     r = _speak(engine, voice, three, True, gapless=gapless,
                                warm_up='はい、わかりました。')
