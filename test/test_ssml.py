@@ -78,7 +78,7 @@ def test_sub_say_as_and_structure():
     _, segs = prepare('<speak><s>詳細は<sub alias="ドキュメント">docs</sub>へ</s>'
                       '<prosody rate="fast">番号は<say-as interpret-as="digits">0120</say-as>'
                       '</prosody><break time="250ms"/>以上</speak>', 2000, 60)
-    assert [(s.text, s.boundary, s.pause_s, s.rate) for s in segs] == [
+    assert [(s.text, s.boundary, s.break_s, s.rate) for s in segs] == [
         ('詳細はドキュメントへ。', Boundary.SENTENCE, None, 1.0),
         ('番号はゼロイチニーゼロ', Boundary.BREAK, 0.25, 1.25),
         ('以上', Boundary.END, None, 1.0)]

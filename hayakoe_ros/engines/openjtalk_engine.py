@@ -21,8 +21,8 @@ from .base import Engine, EngineLoadError, NothingToSpeakError, UnknownStyleErro
 #: through pyopenjtalk, so these are typical read-speech values (sentence vs. clause).
 #: The pause heard is decided from them in ``hayakoe_ros.speech.pauses`` (the voice's
 #: own ~0.3 s padding at each end of a call is trimmed there, not added to them).
-SENTENCE_PAUSE_S = 0.35
-CLAUSE_PAUSE_S = 0.12
+TYPICAL_SENTENCE_PAUSE_S = 0.35
+TYPICAL_CLAUSE_PAUSE_S = 0.12
 
 _SENTENCE_END = tuple('。．.！!？?')
 _CLAUSE_END = tuple('、，,；;：:」』）)…')
@@ -115,9 +115,9 @@ class OpenJTalkEngine(Engine):
         """Fixed pause by boundary type, scaled by ``length_scale`` (see module constants)."""
         tail = left.rstrip()
         if tail.endswith(_SENTENCE_END):
-            return SENTENCE_PAUSE_S * voice.length_scale
+            return TYPICAL_SENTENCE_PAUSE_S * voice.length_scale
         if tail.endswith(_CLAUSE_END):
-            return CLAUSE_PAUSE_S * voice.length_scale
+            return TYPICAL_CLAUSE_PAUSE_S * voice.length_scale
         return 0.0
 
     def warmup(self) -> None:

@@ -34,6 +34,7 @@ import threading
 from typing import Optional, Sequence
 
 from ..text.segment import SPEAKABLE_RE, Boundary, Segment
+from .pauses import SENTENCE_PAUSE_FLOOR_S
 
 #: Weight of the newest segment in the exponentially weighted means (the last ~4 segments
 #: carry 2/3 of the weight: a change of machine load shows within one utterance).
@@ -42,11 +43,6 @@ EWMA_ALPHA = 0.25
 #: The planned synthesis times are the estimate times this (synthesis time varies from
 #: segment to segment with the text and the machine's load).
 SAFETY = 1.15
-
-#: Shortest pause assumed after a sentence (s): the scheduler's floor
-#: (:data:`.pauses.SENTENCE_PAUSE_FLOOR_S`).
-SENTENCE_PAUSE_S = 0.08
-
 
 @dataclasses.dataclass(frozen=True)
 class RateEstimate:
@@ -171,6 +167,6 @@ def plan_start_delay(segments: Sequence[Segment], ready: int, ahead_s: float,
 
 def _pause_after(seg: Segment) -> float:
     """The silence surely played after ``seg`` (s): a break's, or a sentence's floor."""
-    if seg.pause_s is not None:
-        return seg.pause_s
-    return SENTENCE_PAUSE_S if seg.boundary is Boundary.SENTENCE else 0.0
+    if seg.break_s is not None:
+        return seg.break_s
+    return SENTENCE_PAUSE_FLOOR_S if seg.boundary is Boundary.SENTENCE else 0.0

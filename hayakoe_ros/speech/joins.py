@@ -35,7 +35,7 @@ def smooth_join(seg: Segment) -> bool:
     That is a :attr:`Boundary.WORD` or :attr:`Boundary.CLAUSE` cut whose text ends with a
     speakable character (a cut before an opening quote ends so), and no SSML break.
     """
-    return (seg.boundary in (Boundary.WORD, Boundary.CLAUSE) and seg.pause_s is None
+    return (seg.boundary in (Boundary.WORD, Boundary.CLAUSE) and seg.break_s is None
             and bool(seg.text) and bool(SPEAKABLE_RE.match(seg.text[-1])))
 
 

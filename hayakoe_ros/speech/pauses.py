@@ -51,13 +51,13 @@ def pause_target(engine: Engine, seg: Segment, following: Segment,
                  voice: VoiceParams) -> float:
     """Pause (s) after ``seg``: the engine's prediction, at least 80 ms after a sentence.
 
-    An SSML ``<break>`` (``seg.pause_s``) is exactly its own length, nothing predicted.
+    An SSML ``<break>`` (``seg.break_s``) is exactly its own length, nothing predicted.
 
     Raises:
         EngineError: the engine's prediction failed (its duration predictor's run).
     """
-    if seg.pause_s is not None:
-        return seg.pause_s
+    if seg.break_s is not None:
+        return seg.break_s
     pause = engine.predict_pause(seg.text, following.text, voice)
     if seg.boundary == Boundary.SENTENCE:
         pause = max(pause, SENTENCE_PAUSE_FLOOR_S)
@@ -139,24 +139,24 @@ def gap_s(target_s: float, left: np.ndarray, sample_rate: int, at_break: bool = 
 
 
 def trim_for_break(audio: np.ndarray, sample_rate: int, after_break: bool,
-                   pause_s: Optional[float]) -> np.ndarray:
+                   break_s: Optional[float]) -> np.ndarray:
     """Trim a segment's own edge silence at SSML ``<break>`` s.
 
     Args:
         audio: The segment's float32 PCM, shape ``(samples,)``.
         sample_rate: Hz.
         after_break: A break comes before this segment: its leading silence goes.
-        pause_s: The break after this segment (s), or None: trailing silence longer than
+        break_s: The break after this segment (s), or None: trailing silence longer than
             it goes, so that with the gap the scheduler adds the silence is exactly
-            ``pause_s``. Silence is measured by :func:`.audio.trailing_silence_s`'s rule.
+            ``break_s``. Silence is measured by :func:`.audio.trailing_silence_s`'s rule.
 
     Returns:
         A view of ``audio``, possibly shorter.
     """
     if after_break and audio.size:
         audio = audio[int(round(trailing_silence_s(audio[::-1], sample_rate) * sample_rate)):]
-    if pause_s is not None and audio.size:
-        extra = trailing_silence_s(audio, sample_rate) - pause_s
+    if break_s is not None and audio.size:
+        extra = trailing_silence_s(audio, sample_rate) - break_s
         if extra > 0:
             audio = audio[:audio.size - int(round(extra * sample_rate))]
     return audio

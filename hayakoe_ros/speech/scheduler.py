@@ -340,7 +340,7 @@ class SpeechScheduler:
     def _put(self, item, utt: Utterance, attempt: Attempt) -> bool:
         """Hand ``item`` to the publisher; False if the utterance was dropped meanwhile."""
         while True:
-            if utt.canceled or utt.attempt is not attempt or self._line.closed:
+            if utt.halted or utt.attempt is not attempt or self._line.closed:
                 return False
             try:
                 self._play_q.put(item, timeout=_PUT_POLL_S)
@@ -394,7 +394,7 @@ class SpeechScheduler:
         track.attempt.underruns = track.pacer.underruns
         error = ''
         with self._pub_lock:
-            if utt.canceled or utt.done:
+            if utt.halted or utt.done:
                 return False
             if utt.first_audio_at is None:
                 utt.first_audio_at = self._clock()

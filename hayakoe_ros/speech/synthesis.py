@@ -187,14 +187,14 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
     smooth_before = False
     after_pause = False  # a gap was handed over that counted this segment's lead-in
     key = f'{engine.name}/{engine.voice}'
-    pause_s = 0.0  # the pause prediction before a segment is part of what it costs
+    predict_s = 0.0  # time spent predicting the pause before a segment: part of its cost
     handed = 0     # samples handed over (segments and pauses)
     first_ready = 0.0
     started = False  # the first hand-over of audio is done: attempt.start_at is set
     k = -1
     while k + 1 < len(segments):
         k += 1
-        if utt.canceled or utt.attempt is not attempt:
+        if utt.halted or utt.attempt is not attempt:
             return
         if k:  # the first segment is ready: attempt.start_at is set
             ahead_s = handed / sr - max(0.0, clock() - attempt.start_at)
@@ -210,8 +210,8 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
         voice = segment_voice(utt.voice, seg)
         cached = engine.is_cached(seg.text, voice)
         shaper = SegmentAudio(sr, gain, joiner, after_pause=after_pause,
-                              after_break=k > 0 and segments[k - 1].pause_s is not None,
-                              break_after=None if last else seg.pause_s,
+                              after_break=k > 0 and segments[k - 1].break_s is not None,
+                              break_after=None if last else seg.break_s,
                               smooth_before=smooth_before, smooth_after=smooth_after)
         # The first segment in windows (first audio after its first window), the others
         # whole (they are synthesised while earlier audio plays: windows would gain
@@ -255,7 +255,7 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
                                 first_ready, window.later_s)
             if not put(SegmentPCM(utt, attempt, pcm, False, ready), utt, attempt):
                 return
-            if utt.canceled or utt.attempt is not attempt:
+            if utt.halted or utt.attempt is not attempt:
                 return
         spoke = shaper.raw_samples > 0
         audio = shaper.tail
@@ -270,9 +270,9 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
         if spoke:
             produced += 1
             if not cached:  # what the engine computed: the rate estimate's audio
-                pacing.rates.update(key, spent + pause_s, shaper.raw_samples / sr,
+                pacing.rates.update(key, spent + predict_s, shaper.raw_samples / sr,
                                     speakable_chars(seg.text), voice.length_scale)
-        pause_s = 0.0
+        predict_s = 0.0
         if last and not produced:
             put(EndOfUtterance(utt, attempt, 'nothing_speakable: no segment of the text '
                                              'produced any phoneme'), utt, attempt)
@@ -300,10 +300,10 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
                 _engine_failed(put, utt, attempt, 'pause prediction', exc)
                 return
             attempt.pauses.append(target)
-            after_pause = seg.pause_s is None
-            gap = gap_s(target, audio, sr, at_break=seg.pause_s is not None)
-            pause_s = clock() - t1
-            attempt.synth_seconds += pause_s
+            after_pause = seg.break_s is None
+            gap = gap_s(target, audio, sr, at_break=seg.break_s is not None)
+            predict_s = clock() - t1
+            attempt.synth_seconds += predict_s
             _LOG.debug('utterance %d: pause after segment %d/%d: %.3f s (%.3f s of silence '
                        'added)', utt.id, k + 1, len(segments), target, gap)
             silence = np.zeros(int(round(gap * sr)), np.int16)

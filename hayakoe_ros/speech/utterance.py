@@ -272,8 +272,11 @@ class Utterance:
         return self._done.is_set()
 
     @property
-    def canceled(self) -> bool:
-        """True once it was canceled or aborted: nothing more of it is published."""
+    def halted(self) -> bool:
+        """True once it was canceled or aborted: nothing more of it is published.
+
+        Not the outcome: an aborted utterance is halted too (see :attr:`outcome`).
+        """
         return self._halt.is_set()
 
     def wait(self, timeout: float) -> bool:

@@ -47,7 +47,7 @@ def prepare(text: str, max_chars: int, max_segment_chars: int,
     Returns:
         ``(cleaned, segments)``: the cleaned text (SSML: its spoken text) and at least one
         :class:`~.segment.Segment`; the last has boundary ``END``. Segments before an SSML
-        break have boundary ``BREAK`` and ``pause_s``; SSML prosody sets ``rate``.
+        break have boundary ``BREAK`` and ``break_s``; SSML prosody sets ``rate``.
 
     Raises:
         InputError: ``empty``, ``too_long``, ``nothing_speakable`` or ``bad_ssml``.
@@ -72,7 +72,7 @@ def prepare(text: str, max_chars: int, max_segment_chars: int,
                 last = segments[-1]
                 segments[-1] = dataclasses.replace(
                     last, boundary=Boundary.BREAK,
-                    pause_s=(last.pause_s or 0.0) + piece.pause_after)
+                    break_s=(last.break_s or 0.0) + piece.pause_after)
             continue
         # What no voice may be handed (Open JTalk would crash): cut here, once, with a WARN.
         normalized, runs = openjtalk_guard.shorten_repeats(frontend.normalize(body, latin))
@@ -85,7 +85,7 @@ def prepare(text: str, max_chars: int, max_segment_chars: int,
         tail = segs[-1]
         if piece.pause_after is not None:
             tail = dataclasses.replace(tail, boundary=Boundary.BREAK,
-                                       pause_s=piece.pause_after)
+                                       break_s=piece.pause_after)
         else:
             end = Boundary.SENTENCE if tail.text.endswith(_SENTENCE_END) else Boundary.CLAUSE
             tail = dataclasses.replace(tail, boundary=end)

@@ -47,7 +47,7 @@ class Boundary(str, enum.Enum):
     SENTENCE = 'sentence'  # a sentence end (。！？ . newline)
     CLAUSE = 'clause'      # a clause mark (、, quotes) inside a long sentence
     WORD = 'word'          # a word / accent-phrase boundary inside a long clause
-    BREAK = 'break'        # an SSML <break>: the pause is Segment.pause_s exactly
+    BREAK = 'break'        # an SSML <break>: the pause is Segment.break_s exactly
     END = 'end'            # the last segment of the utterance
 
 
@@ -58,7 +58,7 @@ class Segment:
     Attributes:
         text: The segment's text, its final punctuation included (what the engine gets).
         boundary: What ends it (:class:`Boundary`).
-        pause_s: Silence (s) to put after it instead of the engine's predicted pause,
+        break_s: Silence (s) to put after it instead of the engine's predicted pause,
             from an SSML ``<break>``; None = predicted. The scheduler makes the silence
             between this segment's last sample of speech and the next segment exactly
             this long.
@@ -68,7 +68,7 @@ class Segment:
 
     text: str
     boundary: Boundary
-    pause_s: Optional[float] = None
+    break_s: Optional[float] = None
     rate: float = 1.0
 
 
