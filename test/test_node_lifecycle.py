@@ -156,7 +156,9 @@ def test_diagnostics_name_the_fallback_voice_and_reset_with_configure(ros_client
     try:
         speak_text(ros_client, node, 'はい。')
         pub = ros_client.node.create_publisher(String, node.topic('text'), 10)
-        time.sleep(0.5)
+        deadline = time.monotonic() + 10  # this writer matched the node's reader
+        while pub.get_subscription_count() < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
         pub.publish(String(data='😀'))  # nothing speakable: last_error is set
         status, values = diag_values(ros_client, node, utterances_spoken='1')
         deadline = time.monotonic() + 10
@@ -188,7 +190,9 @@ def test_speaking_stays_true_across_queued_utterances(ros_client):
         goals = [send_goal(ros_client, action, text) for text in ('はい。', 'いいえ。', 'ええ。')]
         results = [wait_future(h.get_result_async(), 60) for h, _ in goals]
         assert all(r.status == GoalStatus.STATUS_SUCCEEDED for r in results)
-        time.sleep(0.5)
+        deadline = time.monotonic() + 10  # false comes once the last chunk has played
+        while len(events) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert events == [False, True, False], events
         ros_client.node.destroy_subscription(sub)
     finally:

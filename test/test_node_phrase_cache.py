@@ -64,7 +64,10 @@ def test_preloaded_phrase_is_spoken_from_the_cache(tiny_model_root, ros_client, 
         assert segments >= 2 and after['cache_misses'] == '0', after  # no synthesis
         expected = uncached_audio(tiny_engine, det_voice, PHRASE)
         assert np.abs(expected.astype(np.int32)).max() > 100  # real audio
-        np.testing.assert_array_equal(got[:expected.size], expected)
+        # The cached segments were decoded whole; without the cache the first segment is
+        # decoded in windows, equal to the whole decode within 1e-4 of full scale (3 LSB).
+        diff = np.abs(got[:expected.size].astype(np.int32) - expected.astype(np.int32))
+        assert got.size >= expected.size and diff.max() <= 3, diff.max()
         assert not got[expected.size:].any()  # only the last chunk's zero padding
         assert len(list(tmp_path.glob('*.npy'))) >= segments  # persisted
     finally:

@@ -162,9 +162,12 @@ def test_canceled_goal_publishes_nothing_after_the_cancel_is_acknowledged(
 
 def test_stop_service_silences_and_flushes_the_queue(tiny_node, ros_client):
     action = ros_client.action_client(tiny_node.topic('say'))
-    handles = [send_goal(ros_client, action, t)[0] for t in
-               ('一つ目の長い説明をします。とても長いです。', '二つ目です。', '三つ目です。')]
-    time.sleep(0.5)
+    goals = [send_goal(ros_client, action, t) for t in
+             ('一つ目の長い説明をします。とても長いです。', '二つ目です。', '三つ目です。')]
+    handles = [handle for handle, _ in goals]
+    deadline = time.monotonic() + 30  # the first is speaking, the others wait
+    while not goals[0][1] and time.monotonic() < deadline:
+        time.sleep(0.01)
     stop = ros_client.node.create_client(Trigger, tiny_node.topic('stop'))
     assert stop.wait_for_service(timeout_sec=10)
     response = wait_future(stop.call_async(Trigger.Request()), 10)
