@@ -559,3 +559,47 @@ def test_an_interrupt_restarts_an_utterance_whose_dropped_attempt_writes_nothing
         gate.set()
         engine.go_on.set()
         sched.shutdown()
+
+
+def test_an_interrupt_cuts_the_speaking_one_even_while_a_cancel_is_finishing(monkeypatch):
+    """An interrupt cuts the utterance speaking, whatever a cancel still finishing holds.
+
+    X is canceled (halted) but its canceler has not yet given it its outcome when B
+    interrupts: A, the one speaking, is cut at once; it is not restarted and played on.
+    """
+    from hayakoe_ros.speech import lineup
+
+    chunks: list = []
+    sched = SpeechScheduler(ToneEngine(), lambda u, c: chunks.append(u.id),
+                            SchedulerConfig(chunk_frames=800, max_queue=4))
+    try:
+        x = submit_text(sched, 'あいう。', VOICE)
+        a = submit_text(sched, 'かきくけこさしすせそ' * 3 + '。', VOICE)
+        held, release = threading.Event(), threading.Event()
+        real_remove = lineup.Lineup.remove
+
+        def remove(self, utt):  # the canceling thread, pre-empted between halt and finish
+            if utt is x:
+                held.set()
+                assert release.wait(T)
+            return real_remove(self, utt)
+
+        monkeypatch.setattr(lineup.Lineup, 'remove', remove)
+        canceler = threading.Thread(target=sched.cancel, args=(x, CancelReason.CLIENT))
+        canceler.start()
+        assert held.wait(T) and x.halted and not x.done
+        pause = threading.Event()
+        for _ in range(int(T / 0.01)):  # until the publisher has moved on to A
+            if a.id in chunks:
+                break
+            pause.wait(0.01)
+        sched.configure(queue_policy='interrupt')
+        b = submit_text(sched, 'たちつ。', VOICE)
+        assert a.wait(T) and a.cancel_reason is CancelReason.INTERRUPTED, a.outcome
+        release.set()
+        canceler.join(T)
+        assert b.wait(T) and b.outcome is Outcome.SUCCEEDED
+        assert a.attempt.number == 0  # cut, not restarted
+        assert b.id not in chunks[:chunks.index(a.id)]
+    finally:
+        sched.shutdown()

@@ -101,7 +101,10 @@ class Lineup:
             return victim
 
     def _interrupt_locked(self) -> Optional[Utterance]:
-        active = [u for u in self._in_flight if not u.done]
+        # A halted utterance (canceled a moment ago, its outcome not yet given) is not
+        # the one speaking: taking it as the victim would treat the one really speaking
+        # as synthesised ahead and let it play on to its end.
+        active = [u for u in self._in_flight if not u.done and not u.halted]
         if not active:
             return None
         current, later = active[0], active[1:]

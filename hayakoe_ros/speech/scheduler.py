@@ -394,7 +394,9 @@ class SpeechScheduler:
         track.attempt.underruns = track.pacer.underruns
         error = ''
         with self._pub_lock:
-            if utt.halted or utt.done:
+            # An attempt replaced meanwhile (an interrupt restarted the utterance) is not
+            # played on: its chunks stop here, mid-segment.
+            if utt.halted or utt.done or track.attempt is not utt.attempt:
                 return False
             if utt.first_audio_at is None:
                 utt.first_audio_at = self._clock()
