@@ -27,7 +27,7 @@ bench: setup
 	$(PY) bench/run.py
 
 clean:
-	rm -rf .venv .cache build install log demo.wav
+	rm -rf .venv .cache build install log demo.wav say.wav
 
 # Engine + speech-pipeline tests on emulated aarch64 (Raspberry Pi 4B wheel set, qemu-user;
 # needs root for apt/debootstrap on the first run). See scripts/test_aarch64.sh.

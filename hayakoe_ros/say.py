@@ -27,14 +27,18 @@ def main(argv=None) -> int:
     if '--ros-args' in argv:
         i = argv.index('--ros-args')
         argv, ros_args = argv[:i], argv[i:]
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(
+        prog='say', description='Speak one text through tts_node (its say action) and '
+        'write the audio to a WAV file, or print how the text would be read.')
     parser.add_argument('text', nargs='?', help='text to speak (default: stdin)')
-    parser.add_argument('-o', '--output', default='say.wav', help='WAV file to write')
-    parser.add_argument('--language', default='ja')
+    parser.add_argument('-o', '--output', default='say.wav',
+                        help='WAV file to write (default: say.wav)')
+    parser.add_argument('--language', default='ja', help='goal language (default: ja)')
     parser.add_argument('--rate', type=float, default=1.0, help='speaking-rate multiplier')
     parser.add_argument('--volume', type=float, default=1.0, help='linear gain')
     parser.add_argument('--action', default='say', help='action name (default: say)')
-    parser.add_argument('--timeout', type=float, default=120.0, help='seconds')
+    parser.add_argument('--timeout', type=float, default=120.0,
+                        help='longest wait for the node and for the result (s; default 120)')
     parser.add_argument('--print-reading', action='store_true',
                         help='print the katakana reading of TEXT and exit (no node needed)')
     parser.add_argument('--user-dictionary', metavar='FILE',
@@ -51,8 +55,11 @@ def main(argv=None) -> int:
             print(f'say: {exc}', file=sys.stderr)
             return 1
         return 0
-    from .say_client import run
-
+    try:
+        from .say_client import run  # rclpy: a Ctrl-C may come while it imports
+    except KeyboardInterrupt:
+        print('say: interrupted before anything was sent', file=sys.stderr)
+        return 130
     return run(args, text, ros_args)
 
 

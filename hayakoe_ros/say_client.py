@@ -78,6 +78,8 @@ class SayClient(Node):
                 depth=FEEDBACK_DEPTH, reliability=ReliabilityPolicy.RELIABLE))
         self._name = action_name
         self._stop = stop or threading.Event()
+        #: Whether a goal went out (a signal after that cancels it).
+        self.goal_sent = False
         self.chunks: list = []
         self.sample_rate = 0
         self.first_audio_at: Optional[float] = None
@@ -176,6 +178,7 @@ class SayClient(Node):
         goal = TTS.Goal(text=text, language=language, rate=rate, volume=volume)
         sent_at = time.monotonic()
         future = self._client.send_goal_async(goal, feedback_callback=self._on_feedback)
+        self.goal_sent = True
         if not self._spin_until(future.done, timeout):
             if self._stop.is_set():
                 self._cancel_after_stop(future)
@@ -221,7 +224,11 @@ def run(args, text: str, ros_args: list) -> int:
         The exit status: 0 when the goal succeeded, 1 on an error or another outcome,
         130 after SIGINT (143 after SIGTERM), its goal canceled.
     """
-    rclpy.init(args=['say'] + ros_args, signal_handler_options=SignalHandlerOptions.NO)
+    try:
+        rclpy.init(args=['say'] + ros_args, signal_handler_options=SignalHandlerOptions.NO)
+    except Exception as exc:  # e.g. UnknownROSArgsError: say what, no traceback
+        print(f'say: cannot start ROS: {exc}', file=sys.stderr)
+        return 1
     stop = threading.Event()
     caught: list = []
 
@@ -231,7 +238,12 @@ def run(args, text: str, ros_args: list) -> int:
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, on_signal)
-    node = SayClient(args.action, stop)
+    try:
+        node = SayClient(args.action, stop)
+    except (ValueError, TypeError) as exc:  # an action name ROS cannot take
+        print(f'say: invalid --action {args.action!r}: {exc}', file=sys.stderr)
+        rclpy.shutdown()
+        return 1
     try:
         status, result_text, sent_at, done_at = node.say(
             text, args.language, args.rate, args.volume, args.timeout)
@@ -255,7 +267,8 @@ def run(args, text: str, ros_args: list) -> int:
         return 0
     except Interrupted:
         signum = caught[0] if caught else signal.SIGINT
-        print('say: interrupted; the goal was canceled', file=sys.stderr)
+        print('say: interrupted; the goal was canceled' if node.goal_sent
+              else 'say: interrupted before a goal was sent', file=sys.stderr)
         return 128 + int(signum)
     except (TimeoutError, RuntimeError) as exc:
         print(f'say: {exc}', file=sys.stderr)
