@@ -280,6 +280,16 @@ def test_unknown_device_fails_configure_naming_it_and_how_to_list_devices(pulse)
     assert "output device 'no-such-speaker'" in log and 'python3 -m sounddevice' in log, log
 
 
+def assert_heard_to_the_end(heard, ref, lag):
+    """``ref`` is in the recording from ``lag`` on, whole: its last two chunks correlate."""
+    got = heard[lag:lag + ref.size]
+    assert got.size == ref.size, 'the end is missing'
+    tail = slice(ref.size - 4096, ref.size)  # the last two chunks, the last one above all
+    corr = np.dot(got[tail], ref[tail]) / np.sqrt(np.dot(got[tail], got[tail]) *
+                                                  np.dot(ref[tail], ref[tail]))
+    assert corr > 0.99, corr
+
+
 def test_player_plays_out_what_it_holds_when_it_is_stopped(pulse, ros_client):
     """1.5 s of audio arrives at once (pacing off); SIGINT at once: all of it is heard."""
     from ros_utils import new_namespace
@@ -300,13 +310,7 @@ def test_player_plays_out_what_it_holds_when_it_is_stopped(pulse, ros_client):
         assert player.stop() == 0, player.log()
         heard = recording.stop()
         ref = samples / 32768.0
-        lag = best_lag(heard, ref)
-        got = heard[lag:lag + ref.size]
-        assert got.size == ref.size, 'the end is missing'
-        tail = slice(ref.size - 4096, ref.size)  # the last two chunks, the last one above all
-        corr = np.dot(got[tail], ref[tail]) / np.sqrt(np.dot(got[tail], got[tail]) *
-                                                      np.dot(ref[tail], ref[tail]))
-        assert corr > 0.99, corr
+        assert_heard_to_the_end(heard, ref, best_lag(heard, ref))
     finally:
         ros_client.node.destroy_publisher(pub)
         player.stop()
@@ -412,12 +416,7 @@ def test_deactivate_answers_at_once_and_the_audio_still_plays_out(pulse, ros_cli
         lag = best_lag(heard, ref)
         # The transition answered with at least a second of the audio still to play.
         assert recorded_at_answer < lag + ref.size - SINK_RATE, (recorded_at_answer, lag)
-        got = heard[lag:lag + ref.size]
-        assert got.size == ref.size, 'the end is missing'
-        tail = slice(ref.size - 4096, ref.size)
-        corr = np.dot(got[tail], ref[tail]) / np.sqrt(np.dot(got[tail], got[tail]) *
-                                                      np.dot(ref[tail], ref[tail]))
-        assert corr > 0.99, corr
+        assert_heard_to_the_end(heard, ref, lag)
     finally:
         ros_client.node.destroy_publisher(pub)
         player.stop()

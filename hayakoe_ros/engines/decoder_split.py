@@ -39,6 +39,7 @@ import sys
 import tempfile
 from typing import Optional
 
+from . import ort_cache
 from .decoder_receptive import ChainSpec, signatures
 
 _LOG = logging.getLogger(__name__)
@@ -265,15 +266,7 @@ class SplitModelCache:
         return ''
 
     def _drop_stale(self, source: str, keep: Path) -> None:
-        src = os.path.abspath(source)
-        for meta in self.root.glob(f'{Path(source).stem}-*/{_META}'):
-            if meta.parent == keep:
-                continue
-            try:
-                if json.loads(meta.read_text(encoding='utf-8')).get('source') == src:
-                    shutil.rmtree(meta.parent, ignore_errors=True)
-            except (OSError, ValueError):
-                continue
+        ort_cache.drop_stale_entries(self.root, source, keep, _META)
 
 
 def stage_files(entry: Path) -> Optional[list]:

@@ -219,15 +219,7 @@ class OptimizedModelCache:
 
     def _drop_stale(self, source: str, keep: Path) -> None:
         """Delete other entries made from the same source path (an older file or runtime)."""
-        src = os.path.abspath(source)
-        for meta in self.root.glob(f'{Path(source).stem}-*/{_META_NAME}'):
-            if meta.parent == keep:
-                continue
-            try:
-                if json.loads(meta.read_text(encoding='utf-8')).get('source') == src:
-                    shutil.rmtree(meta.parent, ignore_errors=True)
-            except (OSError, ValueError):
-                continue
+        drop_stale_entries(self.root, source, keep, _META_NAME)
 
     def source_sha256(self, source: str) -> str:
         """SHA-256 of ``source`` (hex), remembered while its size, mtime and inode stay.
@@ -286,3 +278,21 @@ if __name__ == '__main__':
 
     memory.configure_allocator()  # the node's settings: a lower peak here too
     convert(*sys.argv[1:4])
+
+
+def drop_stale_entries(root: Path, source: str, keep: Path, meta_name: str) -> None:
+    """Delete the cache entries under ``root`` made from ``source``'s path, except ``keep``.
+
+    An entry is a directory ``<source stem>-<key>`` whose ``meta_name`` JSON file records
+    ``source`` (absolute path); an unreadable one is left alone. Shared by this cache and
+    the synthesizer cut's (:mod:`.decoder_split`), which key their entries the same way.
+    """
+    src = os.path.abspath(source)
+    for meta in Path(root).glob(f'{Path(source).stem}-*/{meta_name}'):
+        if meta.parent == keep:
+            continue
+        try:
+            if json.loads(meta.read_text(encoding='utf-8')).get('source') == src:
+                shutil.rmtree(meta.parent, ignore_errors=True)
+        except (OSError, ValueError):
+            continue
