@@ -109,6 +109,7 @@ def test_a_cancel_between_windows_ends_the_segment_there():
         assert engine.first_window_out.wait(REAL_TIMEOUT_S) and got.wait(REAL_TIMEOUT_S)
         sent = len(chunks)
         assert sched.cancel(utt, CancelReason.CLIENT)
+        canceled = len(chunks)  # the cut's fade went out before the cancel returned
         engine.gate.set()
         assert utt.wait(REAL_TIMEOUT_S) and utt.outcome is Outcome.CANCELED
         nxt = submit_text(sched, 'はい。', VoiceParams())
@@ -121,9 +122,12 @@ def test_a_cancel_between_windows_ends_the_segment_there():
     # never asked for, and the engine's window iterator was closed.
     assert (first, 1) in engine.windows_made and (first, 2) not in engine.windows_made
     assert first in engine.closed
-    # Nothing of it after the cancel: the next utterance's chunks only.
-    assert all(uid != utt.id for uid, _ in chunks[sent:])
-    assert any(uid == nxt.id for uid, _ in chunks[sent:])
+    # Nothing of it after the cancel but its fade-out (at most 10 ms, published by the
+    # cancel itself): the next utterance's chunks only.
+    fade = [c for uid, c in chunks[sent:canceled] if uid == utt.id]
+    assert sum(c.valid_frames for c in fade) <= int(0.010 * engine.sample_rate) + 1
+    assert all(uid != utt.id for uid, _ in chunks[canceled:])
+    assert any(uid == nxt.id for uid, _ in chunks[canceled:])
 
 
 def test_tiny_model_windowed_pipeline_publishes_the_whole_segment_pcm(

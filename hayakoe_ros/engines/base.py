@@ -117,6 +117,23 @@ class VoiceParams:
 
 
 @dataclasses.dataclass(frozen=True)
+class Phone:
+    """One phoneme of a segment's audio, as the engine timed it.
+
+    Attributes:
+        symbol: Open JTalk's phoneme name (``a i u e o``, devoiced ``A I U E O``, ``N``,
+            ``cl``, consonants such as ``k ky s sh``; ``pau`` at punctuation, ``sil``
+            at the segment's edges).
+        start: First sample, offset into the segment's audio as the engine returned it.
+        end: One past its last sample. A segment's phones tile its audio.
+    """
+
+    symbol: str
+    start: int
+    end: int
+
+
+@dataclasses.dataclass(frozen=True)
 class AudioWindow:
     """A window of one segment's audio, as :meth:`Engine.synthesize_windows` yields it.
 
@@ -125,10 +142,13 @@ class AudioWindow:
             samples of the segment (the windows, concatenated, are the segment).
         later_s: Seconds of audio of each window still to come in this segment, in order
             (empty for the last one): what a start delay must plan for.
+        phones: The whole segment's :class:`Phone` tuple, on its first window only
+            (empty when the engine gives no timing).
     """
 
     audio: np.ndarray
     later_s: tuple = ()
+    phones: tuple = ()
 
 
 class Engine(abc.ABC):
@@ -207,7 +227,17 @@ class Engine(abc.ABC):
         Raises:
             What :meth:`synthesize` raises.
         """
-        yield AudioWindow(self.synthesize(text, voice))
+        yield self.synthesize_timed(text, voice)
+
+    def synthesize_timed(self, text: str, voice: VoiceParams) -> AudioWindow:
+        """Synthesise one segment whole, with its phonemes' timing where the engine has it.
+
+        The default gives :meth:`synthesize`'s audio and no phones.
+
+        Raises:
+            What :meth:`synthesize` raises.
+        """
+        return AudioWindow(self.synthesize(text, voice))
 
     @abc.abstractmethod
     def predict_pause(self, left: str, right: str, voice: VoiceParams) -> float:

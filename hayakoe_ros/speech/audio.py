@@ -124,6 +124,11 @@ class Chunker:
         self._pending = data[n_full * self.frames:]
         return chunks
 
+    @property
+    def pending(self) -> np.ndarray:
+        """Samples added that no full chunk has taken yet (int16, read-only use)."""
+        return self._pending
+
     def flush(self) -> Optional[tuple]:
         """Return ``(chunk, valid_frames)`` for the zero-padded remainder, or None."""
         if self._pending.size == 0:

@@ -55,6 +55,9 @@ class Joiner:
         self.sample_rate = int(sample_rate)
         self._fade = max(1, int(round(fade_s * sample_rate)))
         self._held: Optional[np.ndarray] = None
+        #: Samples the last :meth:`join` cut from the front of its ``audio`` (its leading
+        #: silence at a smooth join): where that audio's first sample went, for marks.
+        self.front_cut = 0
 
     def join(self, audio: np.ndarray, smooth_before: bool, smooth_after: bool) -> np.ndarray:
         """The part of one segment's audio that can be handed over now.
@@ -74,8 +77,10 @@ class Joiner:
         """
         audio = np.asarray(audio, dtype=np.float32)
         sr = self.sample_rate
+        self.front_cut = 0
         if smooth_before and audio.size:
-            audio = audio[_silent_samples(audio[::-1], sr):]
+            self.front_cut = _silent_samples(audio[::-1], sr)
+            audio = audio[self.front_cut:]
         if smooth_after and audio.size:
             audio = audio[:audio.size - _silent_samples(audio, sr)]
         held, self._held = self._held, None

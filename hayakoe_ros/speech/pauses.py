@@ -82,16 +82,24 @@ def trim_own_silence(audio: np.ndarray, sample_rate: int, lead: bool = True,
         trail: Trim the end likewise, after the last sample above that level.
 
     Returns:
-        A view of ``audio``; unchanged when no sample is above the level (a silent or
-        very quiet segment is never removed) or its edges are shorter than the lead-in.
+        A view of ``audio`` (:func:`own_silence_bounds`); unchanged when no sample is
+        above the level (a silent or very quiet segment is never removed) or its edges are
+        shorter than the lead-in.
     """
+    start, end = own_silence_bounds(audio, sample_rate, lead, trail)
+    return audio[start:end]
+
+
+def own_silence_bounds(audio: np.ndarray, sample_rate: int, lead: bool = True,
+                       trail: bool = True) -> tuple:
+    """``(start, end)`` sample indices of what :func:`trim_own_silence` keeps."""
     keep = int(round(LEAD_IN_S * sample_rate))
     loud = np.flatnonzero(np.abs(audio) > ONSET_LEVEL)
     if not loud.size:
-        return audio
+        return 0, audio.size
     start = max(0, int(loud[0]) - keep) if lead else 0
     end = min(audio.size, int(loud[-1]) + 1 + keep) if trail else audio.size
-    return audio[start:end]
+    return start, end
 
 
 def pad_lead_in(audio: np.ndarray, sample_rate: int) -> np.ndarray:
@@ -108,11 +116,17 @@ def pad_lead_in(audio: np.ndarray, sample_rate: int) -> np.ndarray:
     Returns:
         float32 ``(samples + padding,)``; ``audio`` itself when nothing is missing.
     """
-    onset = onset_index(audio)
-    missing = int(round(LEAD_IN_S * sample_rate)) - (audio.size if onset is None else onset)
+    missing = lead_in_padding(audio, sample_rate)
     if missing <= 0:
         return audio
     return np.concatenate([np.zeros(missing, np.float32), np.asarray(audio, np.float32)])
+
+
+def lead_in_padding(audio: np.ndarray, sample_rate: int) -> int:
+    """Zeros (samples, >= 0) that :func:`pad_lead_in` puts before ``audio``."""
+    onset = onset_index(audio)
+    return max(0, int(round(LEAD_IN_S * sample_rate)) - (audio.size if onset is None
+                                                         else onset))
 
 
 def gap_s(target_s: float, left: np.ndarray, sample_rate: int, at_break: bool = False
@@ -153,10 +167,18 @@ def trim_for_break(audio: np.ndarray, sample_rate: int, after_break: bool,
     Returns:
         A view of ``audio``, possibly shorter.
     """
+    start, end = break_bounds(audio, sample_rate, after_break, break_s)
+    return audio[start:end]
+
+
+def break_bounds(audio: np.ndarray, sample_rate: int, after_break: bool,
+                 break_s: Optional[float]) -> tuple:
+    """``(start, end)`` sample indices of what :func:`trim_for_break` keeps."""
+    start, end = 0, audio.size
     if after_break and audio.size:
-        audio = audio[int(round(trailing_silence_s(audio[::-1], sample_rate) * sample_rate)):]
-    if break_s is not None and audio.size:
-        extra = trailing_silence_s(audio, sample_rate) - break_s
+        start = int(round(trailing_silence_s(audio[::-1], sample_rate) * sample_rate))
+    if break_s is not None and end > start:
+        extra = trailing_silence_s(audio[start:end], sample_rate) - break_s
         if extra > 0:
-            audio = audio[:audio.size - int(round(extra * sample_rate))]
-    return audio
+            end -= int(round(extra * sample_rate))
+    return start, max(start, end)

@@ -23,6 +23,13 @@ Which thread calls each callback:
 * ``sink(utt, chunk)`` and ``on_chunk(utt, chunk)``: the publisher thread, in chunk order.
   An exception aborts that utterance (``audio sink failed: <Type>: <message>``, logged
   once) and the scheduler keeps serving.
+* ``on_mark(utt, mark, play_time)``: the publisher thread, just before the chunk that
+  holds the mark's first sample (the ``start`` mark before the first chunk), with the
+  clock time at which that sample plays. An exception aborts the utterance like a sink's.
+* A cut (a cancel, ``stop``, an interrupt, an abort after audio went out) publishes, in
+  the canceling thread and before the cancel returns, one short fade-out
+  (``track.FADE_S``) made from the samples that would have followed the last chunk
+  released, so the audio downstream ends without a click.
 * ``on_done(utt)``: the publisher thread (succeeded, aborted by the engine or the sink),
   the thread that called :meth:`~SpeechScheduler.cancel`/``stop``/``shutdown``/``submit``
   (canceled, interrupted), or a dying internal thread (aborted with the failure).
@@ -56,15 +63,15 @@ import threading
 import time
 from typing import Callable, Optional, Sequence
 
-import numpy as np
 
 from ..engines.base import Engine, VoiceParams
 from .pacing import Waiter, event_wait
 from .gapless import RateEstimator
 from .lineup import IDLE_POLL_S, Lineup
-from .synthesis import EndOfUtterance, Pacing, synthesize_utterance
+from .synthesis import Pacing, synthesize_utterance
 from ..text.segment import InputError, Segment
-from .track import Track
+from .marks import Mark
+from .publishing import CLOSE, Publishing
 from .utterance import (Attempt, AudioChunk, CancelReason, Outcome, QueueFullError, QueuePolicy,
                         SchedulerClosedError, SchedulerConfig, SchedulerFailedError,
                         Utterance)
@@ -82,10 +89,9 @@ _PUT_POLL_S = 0.05
 PLAY_QUEUE_ITEMS = 64
 
 
-_CLOSE = object()
 
 
-class SpeechScheduler:
+class SpeechScheduler(Publishing):
     """Queue of utterances spoken one after another through ``engine`` into ``sink``.
 
     Args:
@@ -96,6 +102,8 @@ class SpeechScheduler:
         on_speaking: ``on_speaking(bool)``; see the module docstring.
         clock: Monotonic clock (s) for pacing, stamps and timings (injectable for tests).
         waiter: Bounded event wait used for pacing (see :mod:`.pacing`; injectable).
+        on_mark: ``on_mark(utt, mark, play_time)``: each speech mark (:class:`.marks.Mark`)
+            with the clock time its first sample plays; see the module docstring.
 
     Raises:
         ValueError: invalid ``config``.
@@ -105,9 +113,12 @@ class SpeechScheduler:
                  config: Optional[SchedulerConfig] = None,
                  on_speaking: Optional[Callable[[bool], None]] = None,
                  clock: Callable[[], float] = time.monotonic,
-                 waiter: Optional[Waiter] = None) -> None:
+                 waiter: Optional[Waiter] = None,
+                 on_mark: Optional[Callable[[Utterance, Mark, float], None]] = None) -> None:
         self._engine = engine
         self._sink = sink
+        self._on_mark = on_mark
+        self._track = None  # the track released from last (under _pub_lock)
         self._on_speaking = on_speaking or (lambda speaking: None)
         self._clock = clock
         self._waiter = waiter or event_wait
@@ -157,8 +168,8 @@ class SpeechScheduler:
     def submit(self, segments: Sequence[Segment], voice: VoiceParams, *, text: str = '',
                volume: float = 1.0,
                on_done: Optional[Callable[[Utterance], None]] = None,
-               on_chunk: Optional[Callable[[Utterance, AudioChunk], None]] = None
-               ) -> Utterance:
+               on_chunk: Optional[Callable[[Utterance, AudioChunk], None]] = None,
+               key: str = '', source: str = '') -> Utterance:
         """Queue one utterance, already cut into segments by the text front end.
 
         Args:
@@ -172,6 +183,9 @@ class SpeechScheduler:
             volume: Per-utterance linear gain, multiplied with the configured volume.
             on_done: Called once with the utterance when it has an outcome.
             on_chunk: Called as ``on_chunk(utterance, chunk)`` after the sink, per chunk.
+            key: The caller's name for the utterance (marks, logs); '' = its number.
+            source: The text as the caller sent it, to which the segments' word offsets
+                refer (what was heard is a prefix of it); '' = ``text``.
 
         Returns:
             The queued :class:`Utterance`.
@@ -190,7 +204,7 @@ class SpeechScheduler:
             raise InputError('nothing_speakable', f'nothing speakable in {cleaned!r}')
         self._engine.check_voice(voice)
         utt = Utterance(next(self._ids), cleaned, segments, voice, float(volume),
-                        self._clock(), on_done, on_chunk)
+                        self._clock(), on_done, on_chunk, key=key, source=source)
         victim = self._line.admit(utt, cfg.queue_policy, cfg.max_queue, self._refusal)
         if victim is not None:
             self.cancel(victim, CancelReason.INTERRUPTED)
@@ -214,6 +228,7 @@ class SpeechScheduler:
             if utt.done:
                 return False
             utt.halt()  # nothing more goes out; its engine call in flight is aborted
+            self._fade_out(utt)
         self._line.remove(utt)
         return self._finish(utt, Outcome.CANCELED, reason.value, reason)
 
@@ -243,7 +258,7 @@ class SpeechScheduler:
         for utt in self._line.close('shut down'):
             self.cancel(utt, CancelReason.SHUTDOWN)
         try:
-            self._play_q.put_nowait(_CLOSE)
+            self._play_q.put_nowait(CLOSE)
         except queue.Full:
             pass  # the publisher also sees the closed line at its next poll
         deadline = time.monotonic() + timeout
@@ -289,6 +304,8 @@ class SpeechScheduler:
                 return False
             if outcome is not Outcome.SUCCEEDED:
                 utt.halt()
+            else:
+                utt.heard_end = len(utt.source)
             utt.outcome = outcome
             utt.error = error
             utt.cancel_reason = reason
@@ -362,61 +379,3 @@ class SpeechScheduler:
                                  self._put, self._clock,
                                  Pacing(self.rates, cfg.gapless and cfg.pacing, cfg.pacing,
                                         cfg.max_segment_chars))
-
-    # ------------------------------------------------------------------ publisher thread
-    def _publish_loop(self) -> None:
-        track: Optional[Track] = None
-        while True:
-            try:
-                item = self._play_q.get(timeout=IDLE_POLL_S)
-            except queue.Empty:
-                item = None
-            if item is _CLOSE or self._line.closed:
-                return
-            if item is None:
-                continue
-            utt = item.utt
-            if utt.done or item.attempt is not utt.attempt:
-                continue
-            if track is None or track.utt is not utt or track.attempt is not item.attempt:
-                track = Track(utt, item.attempt, self.config, self._clock, self._waiter)
-            if isinstance(item, EndOfUtterance):
-                self._finish(utt, Outcome.ABORTED, item.error)
-            elif track.play(item, self._emit):
-                self._finish(utt, Outcome.SUCCEEDED)
-
-    def _emit(self, track: Track, samples: np.ndarray, valid: int) -> bool:
-        """Release one chunk at its time and hand it to the sink; False if dropped."""
-        utt = track.utt
-        play = track.pacer.release(track.position, utt._halt)
-        if play is None:
-            return False
-        track.attempt.underruns = track.pacer.underruns
-        error = ''
-        with self._pub_lock:
-            # An attempt replaced meanwhile (an interrupt restarted the utterance) is not
-            # played on: its chunks stop here, mid-segment.
-            if utt.halted or utt.done or track.attempt is not utt.attempt:
-                return False
-            if utt.first_audio_at is None:
-                utt.first_audio_at = self._clock()
-                self._set_speaking(True)
-            chunk = AudioChunk(samples=samples, valid_frames=valid,
-                               sample_rate=utt.sample_rate, play_time=play,
-                               index=track.index)
-            try:
-                self._sink(utt, chunk)
-                if utt._on_chunk is not None:
-                    utt._on_chunk(utt, chunk)
-            except Exception as exc:
-                utt._halt.set()  # nothing more of it goes out
-                error = f'audio sink failed: {type(exc).__name__}: {exc}'
-                _LOG.error('utterance %d aborted: %s', utt.id, error, exc_info=True)
-            else:
-                utt.audio_samples += valid
-                track.position += valid
-                track.index += 1
-        if error:
-            self._finish(utt, Outcome.ABORTED, error)
-            return False
-        return True

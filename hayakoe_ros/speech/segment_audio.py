@@ -26,7 +26,8 @@ import numpy as np
 
 from .audio import StreamLimiter, to_int16
 from .joins import Joiner
-from .pauses import LEAD_IN_S, onset_index, pad_lead_in, trim_for_break, trim_own_silence
+from .pauses import (LEAD_IN_S, break_bounds, lead_in_padding, onset_index,
+                     own_silence_bounds)
 
 _EMPTY = np.zeros(0, np.float32)
 
@@ -65,6 +66,10 @@ class SegmentAudio:
         self.raw_samples = 0
         #: Float32 audio handed over last, before gain (the tail the pause measures).
         self.tail = _EMPTY
+        #: Where the engine's sample 0 of this segment lies, in samples from the
+        #: segment's first sample handed over (negative when its leading silence was
+        #: cut; the speech marks' origin); None until the segment's start is decided.
+        self.offset: int | None = None
 
     def add(self, audio: np.ndarray, last: bool) -> np.ndarray:
         """The int16 PCM ``(samples,)`` to hand over after this window (may be empty).
@@ -75,6 +80,8 @@ class SegmentAudio:
         """
         audio = np.asarray(audio, np.float32)
         self.raw_samples += audio.size
+        sr = self._sr
+        shift = 0  # samples added (+) or cut (-) before the engine's sample 0
         if not self._started:
             audio = np.concatenate([self._pending, audio]) if self._pending.size else audio
             onset = onset_index(audio)
@@ -84,18 +91,29 @@ class SegmentAudio:
             self._pending = _EMPTY
             self._started = True
             if last:  # whole: the same calls as on the whole segment
-                audio = trim_own_silence(audio, self._sr)
-            elif onset is not None:
-                audio = audio[max(0, onset - int(round(LEAD_IN_S * self._sr))):]
+                start, end = own_silence_bounds(audio, sr)
+            else:
+                start = 0 if onset is None else max(0, onset - int(round(LEAD_IN_S * sr)))
+                end = audio.size
+            audio, shift = audio[start:end], -start
             if self._after_pause and audio.size:
-                audio = pad_lead_in(audio, self._sr)
-            audio = trim_for_break(audio, self._sr, self._after_break and audio.size > 0,
-                                   self._break_after if last else None)
+                pad = lead_in_padding(audio, sr)
+                if pad:
+                    audio = np.concatenate([np.zeros(pad, np.float32), audio])
+                    shift += pad
+            start, end = break_bounds(audio, sr, self._after_break and audio.size > 0,
+                                      self._break_after if last else None)
+            audio, shift = audio[start:end], shift - start
         elif last:
-            audio = trim_own_silence(audio, self._sr, lead=False)
-            audio = trim_for_break(audio, self._sr, False, self._break_after)
-        audio = self._joiner.join(audio, self._smooth_before and self._first_piece,
+            start, end = own_silence_bounds(audio, sr, lead=False)
+            audio = audio[start:end]
+            start, end = break_bounds(audio, sr, False, self._break_after)
+            audio = audio[start:end]
+        first = self._first_piece
+        audio = self._joiner.join(audio, self._smooth_before and first,
                                   self._smooth_after and last)
+        if first:
+            self.offset = shift - self._joiner.front_cut
         self._first_piece = False
         if audio.size or last:
             self.tail = audio

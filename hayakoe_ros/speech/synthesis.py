@@ -30,6 +30,7 @@ from ..engines.base import (AudioWindow, Engine, NothingToSpeakError, SynthesisC
                             VoiceParams)
 from .gapless import RateEstimate, RateEstimator, plan_start_delay, speakable_chars
 from .joins import Joiner, smooth_join
+from .marks import segment_marks
 from .pauses import gap_s, pause_target
 from .segment_audio import SegmentAudio
 from ..text.segment import Segment
@@ -43,7 +44,8 @@ class SegmentPCM:
 
     ``not_before``: clock time (s) of the hand-over, before which none of it is released
     (with a real clock always past when the publisher takes it; with simulated per-thread
-    clocks it orders the publisher after the synthesis).
+    clocks it orders the publisher after the synthesis). ``marks``: speech marks
+    (:class:`.marks.Mark`) of the segment this PCM starts, on the utterance's sample axis.
     """
 
     utt: Utterance
@@ -51,6 +53,7 @@ class SegmentPCM:
     pcm: np.ndarray
     last: bool
     not_before: float = 0.0
+    marks: tuple = ()
 
 
 @dataclasses.dataclass
@@ -150,9 +153,23 @@ def grow_segment(engine: Engine, utt: Utterance, k: int, pacing: Pacing, ahead_s
         if estimate is not None and estimate.planned_synthesis_s(
                 estimate.audio_s(text, utt.voice.length_scale, seg.rate)) > ahead_s:
             break
-        segments[k:k + 2] = [dataclasses.replace(nxt, text=text)]
+        segments[k:k + 2] = [join_segments(seg, nxt)]
         joined += 1
     return joined
+
+
+def join_segments(left: Segment, right: Segment) -> Segment:
+    """``left`` and ``right`` (a smooth join) as one segment: texts, words, marks joined.
+
+    The result ends as ``right`` does; ``left``'s sentence (a join never starts one) and
+    the SSML marks of both are kept, ``right``'s re-indexed after ``left``'s words.
+    """
+    shift = len(left.words)
+    marks = left.marks + tuple(dataclasses.replace(m, before=m.before + shift)
+                               for m in right.marks)
+    return dataclasses.replace(right, text=left.text + right.text,
+                               words=left.words + right.words,
+                               sentence=left.sentence or right.sentence, marks=marks)
 
 
 def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain: float,
@@ -220,6 +237,9 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
         windowed = k == 0 and not cached and (
             not pacing.gapless or pacing.rates.estimate(key) is not None)
         windows = _windows(engine, seg.text, voice, windowed=windowed)
+        seg_start = handed  # where this segment's first sample goes in the stream
+        phones: tuple = ()
+        marks: Optional[tuple] = None  # computed once the segment's start is decided
         while True:
             try:
                 with engine.cancellable(token):
@@ -235,7 +255,11 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
                 _engine_failed(put, utt, attempt, 'synthesis', exc)
                 return
             final = not window.later_s
+            phones = phones or window.phones
             pcm = shaper.add(window.audio, final)
+            if marks is None and shaper.offset is not None:
+                marks = tuple(segment_marks(seg, phones, seg_start + shaper.offset,
+                                            seg_start))
             if final:
                 break
             if not pcm.size:
@@ -253,8 +277,10 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
                     # The last segment's windows are planned too: they must keep up.
                     _plan_start(estimate, engine, utt, attempt, k, handed / sr, ready,
                                 first_ready, window.later_s)
-            if not put(SegmentPCM(utt, attempt, pcm, False, ready), utt, attempt):
+            if not put(SegmentPCM(utt, attempt, pcm, False, ready, marks or ()), utt,
+                       attempt):
                 return
+            marks = ()  # handed over with the segment's first PCM
             if utt.halted or utt.attempt is not attempt:
                 return
         spoke = shaper.raw_samples > 0
@@ -287,7 +313,7 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
             _plan_start(pacing.rates.estimate(key), engine, utt, attempt, k, handed / sr,
                         ready, first_ready)
         # Hand the segment over first: it plays while the pause is being predicted.
-        if not put(SegmentPCM(utt, attempt, pcm, last, ready), utt, attempt):
+        if not put(SegmentPCM(utt, attempt, pcm, last, ready, marks or ()), utt, attempt):
             return
         if not last and spoke and not smooth_after:
             t1 = clock()
@@ -316,11 +342,14 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
 
 def _windows(engine: Engine, text: str, voice: VoiceParams, windowed: bool
              ) -> Iterator[AudioWindow]:
-    """The segment's audio as the engine's windows, or as one window (``windowed`` False)."""
+    """The segment's audio as the engine's windows, or as one window (``windowed`` False).
+
+    The first window carries the segment's phoneme timing where the engine has it.
+    """
     if windowed:
         yield from engine.synthesize_windows(text, voice)
     else:
-        yield AudioWindow(engine.synthesize(text, voice))
+        yield engine.synthesize_timed(text, voice)
 
 
 def _plan_start(estimate: Optional[RateEstimate], engine: Engine, utt: Utterance,

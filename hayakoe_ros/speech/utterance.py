@@ -193,14 +193,25 @@ class Utterance:
         audio_samples: Samples of real audio published (padding excluded).
         sample_rate: Hz of the published audio (0 until synthesis starts).
         attempt: The current :class:`Attempt` (replaced by :meth:`restart`).
+        key: The caller's name for it (a goal's UUID, a topic text's id: marks, logs).
+        source: The text exactly as the caller sent it: the words' and the marks'
+            character offsets refer to it.
+        heard_end: Offset into ``source`` where what was heard ends: the end of the last
+            word all of whose audio was published (``len(source)`` once it succeeded).
+        end_play_time: Scheduler-clock time at which the sample after the last one
+            published plays (its cut's fade included); None while nothing was published.
     """
 
     def __init__(self, uid: int, text: str, segments: list, voice: VoiceParams,
                  volume: float, submitted_at: float,
                  on_done: Optional[Callable[['Utterance'], None]] = None,
-                 on_chunk: Optional[Callable[['Utterance', AudioChunk], None]] = None
-                 ) -> None:
+                 on_chunk: Optional[Callable[['Utterance', AudioChunk], None]] = None,
+                 key: str = '', source: str = '') -> None:
         self.id = uid
+        self.key = key or str(uid)
+        self.source = source or text
+        self.heard_end = 0
+        self.end_play_time: Optional[float] = None
         self.text = text
         self._segments = list(segments)  # as submitted: every attempt starts from these
         self.voice = voice
@@ -282,6 +293,11 @@ class Utterance:
     def wait(self, timeout: float) -> bool:
         """Block up to ``timeout`` seconds (real time) until done; False on timeout."""
         return self._done.wait(timeout)
+
+    @property
+    def heard(self) -> str:
+        """What was heard: ``source`` up to :attr:`heard_end` (cut at a word end)."""
+        return self.source[:self.heard_end]
 
     @property
     def ttfa_s(self) -> Optional[float]:

@@ -1,0 +1,188 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""The scheduler's publisher thread: chunks, speech marks and a cut's fade-out (no ROS).
+
+:class:`Publishing` is the half of :class:`.scheduler.SpeechScheduler` that runs on its
+publisher thread (``tts-publisher``): it takes the synthesis thread's hand-overs in order,
+plays each through the attempt's :class:`.track.Track` and releases every chunk at its
+playback time, the speech marks that fall in it first. What the canceling thread does
+under ``_pub_lock`` to end a cut utterance's audio (:meth:`Publishing._fade_out`) is here
+too. Callbacks, threads and lock order: :mod:`.scheduler`'s docstring.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from typing import Callable, Optional
+
+import numpy as np
+
+from .lineup import IDLE_POLL_S, Lineup
+from .marks import Mark
+from .synthesis import EndOfUtterance
+from .track import Track
+from .utterance import AudioChunk, Outcome, SchedulerConfig, Utterance
+
+_LOG = logging.getLogger(__name__)
+
+#: Put on the play queue by a shutdown: the publisher thread ends.
+CLOSE = object()
+
+
+class Publishing:
+    """The publisher thread's part of the speech scheduler (a base class of it).
+
+    The scheduler owns every attribute named below; this class only reads and writes
+    them as its docstring says.
+    """
+
+    _sink: Callable[[Utterance, AudioChunk], None]
+    _on_mark: Optional[Callable[[Utterance, Mark, float], None]]
+    _track: Optional[Track]
+    _pub_lock: threading.RLock
+    _play_q: queue.Queue
+    _line: Lineup
+    _clock: Callable[[], float]
+    _waiter: Callable
+    config: SchedulerConfig
+
+    def _finish(self, utt: Utterance, outcome: Outcome, error: str = '',
+                reason=None) -> bool:
+        raise NotImplementedError
+
+    def _set_speaking(self, speaking: bool) -> None:
+        raise NotImplementedError
+
+    def _publish_loop(self) -> None:
+        track: Optional[Track] = None
+        while True:
+            try:
+                item = self._play_q.get(timeout=IDLE_POLL_S)
+            except queue.Empty:
+                item = None
+            if item is CLOSE or self._line.closed:
+                return
+            if item is None:
+                continue
+            utt = item.utt
+            if utt.done or item.attempt is not utt.attempt:
+                continue
+            if track is None or track.utt is not utt or track.attempt is not item.attempt:
+                track = Track(utt, item.attempt, self.config, self._clock, self._waiter)
+            if isinstance(item, EndOfUtterance):
+                with self._pub_lock:
+                    if not utt.done:
+                        utt.halt()
+                        self._fade_out(utt)
+                self._finish(utt, Outcome.ABORTED, item.error)
+            elif track.play(item, self._emit):
+                self._finish(utt, Outcome.SUCCEEDED)
+
+    def _emit(self, track: Track, samples: Optional[np.ndarray], valid: int,
+              after: np.ndarray, last: bool) -> bool:
+        """Release one chunk at its time and hand it to the sink; False if dropped.
+
+        Args:
+            track: The attempt's track.
+            samples: int16 ``(chunk_frames,)``; None: no audio, only the marks left at
+                the utterance's end (``last``).
+            valid: Frames of real audio in it.
+            after: Up to :data:`.track.FADE_S` of the samples that follow it (a cut's
+                fade-out).
+            last: It is the utterance's last chunk.
+        """
+        utt = track.utt
+        if samples is None:
+            with self._pub_lock:
+                if utt.halted or utt.done or track.attempt is not utt.attempt:
+                    return False
+                error = self._publish_marks(track, track.due_marks(track.position, True))
+            return not error
+        play = track.pacer.release(track.position, utt._halt)
+        if play is None:
+            return False
+        track.attempt.underruns = track.pacer.underruns
+        error = ''
+        with self._pub_lock:
+            # An attempt replaced meanwhile (an interrupt restarted the utterance) is not
+            # played on: its chunks stop here, mid-segment.
+            if utt.halted or utt.done or track.attempt is not utt.attempt:
+                return False
+            self._track = track
+            marks = track.due_marks(track.position + (valid if last else len(samples)), last)
+            if utt.first_audio_at is None:
+                utt.first_audio_at = self._clock()
+                self._set_speaking(True)
+                marks.insert(0, Mark('start', 0, 0, 0, len(utt.source)))
+            chunk = AudioChunk(samples=samples, valid_frames=valid,
+                               sample_rate=utt.sample_rate, play_time=play,
+                               index=track.index)
+            error = self._publish_marks(track, marks) or self._deliver(utt, chunk)
+            if not error:
+                utt.audio_samples += valid
+                track.position += valid
+                track.index += 1
+                track.following = np.asarray(after, np.int16)
+                track.last_sample = int(samples[valid - 1]) if valid else 0
+                utt.end_play_time = track.end_play_time = play + valid / utt.sample_rate
+                utt.heard_end = track.heard_end(track.position, utt.heard_end)
+        if error:
+            self._finish(utt, Outcome.ABORTED, error)
+            return False
+        return True
+
+    def _deliver(self, utt: Utterance, chunk: AudioChunk) -> str:
+        """Hand ``chunk`` to the sink and ``on_chunk`` (under ``_pub_lock``); '' or the error."""
+        try:
+            self._sink(utt, chunk)
+            if utt._on_chunk is not None:
+                utt._on_chunk(utt, chunk)
+        except Exception as exc:
+            utt._halt.set()  # nothing more of it goes out
+            error = f'audio sink failed: {type(exc).__name__}: {exc}'
+            _LOG.error('utterance %d aborted: %s', utt.id, error, exc_info=True)
+            return error
+        return ''
+
+    def _publish_marks(self, track: Track, marks: list) -> str:
+        """Give each mark to ``on_mark`` with its play time (under ``_pub_lock``).
+
+        Returns:
+            '' or why it failed (the utterance is then halted).
+        """
+        if self._on_mark is None:
+            return ''
+        utt = track.utt
+        try:
+            for mark in marks:
+                self._on_mark(utt, mark, track.pacer.play_time(mark.position))
+        except Exception as exc:
+            utt._halt.set()
+            error = f'speech marks failed: {type(exc).__name__}: {exc}'
+            _LOG.error('utterance %d aborted: %s', utt.id, error, exc_info=True)
+            return error
+        return ''
+
+    def _fade_out(self, utt: Utterance) -> None:
+        """End a cut utterance's published audio with a fade-out (under ``_pub_lock``).
+
+        :meth:`.track.Track.fade_out` makes it; nothing when its audio ended silent or
+        never started.
+        """
+        track = self._track
+        if track is None or track.utt is not utt or track.attempt is not utt.attempt \
+                or track.end_play_time is None:
+            return
+        for samples, valid in track.fade_out():
+            chunk = AudioChunk(samples=samples, valid_frames=valid,
+                               sample_rate=utt.sample_rate, play_time=track.end_play_time,
+                               index=track.index)
+            if self._deliver(utt, chunk):
+                return
+            track.index += 1
+            track.position += valid
+            utt.audio_samples += valid
+            track.end_play_time += valid / utt.sample_rate
+            utt.end_play_time = track.end_play_time

@@ -1,0 +1,266 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""Speech marks, what was heard and a cut's fade, in the scheduler (no ROS, no model).
+
+A timed tone engine speaks each kana as a burst of tone (one phoneme, its romaji) and
+each clause mark as silence (``pau``), inside edge silence (``sil``), and reports that
+timing as the real engines do. The marks the scheduler releases must fall where the bursts
+are in the published PCM, before the chunk that holds them.
+"""
+
+import threading
+
+import numpy as np
+import pytest
+
+from hayakoe_ros.engines.base import AudioWindow, Phone, VoiceParams
+from hayakoe_ros.speech import CancelReason, Outcome, SchedulerConfig, SpeechScheduler
+from hayakoe_ros.speech.marks import align_words, segment_marks, viseme
+from hayakoe_ros.text.segment import Boundary, Segment, SsmlMark, Word
+from speech_fakes import REAL_TIMEOUT_S, ToneEngine, VirtualClock
+
+pytestmark = pytest.mark.unit
+
+SR = ToneEngine.RATE
+ROMAJI = {'か': 'ka', 'き': 'ki', 'さ': 'sa', 'た': 'ta', 'な': 'na', 'ま': 'ma',
+          'あ': 'a', 'い': 'i', 'う': 'u', 'え': 'e', 'お': 'o'}
+BURST = 400      # samples of tone per kana (50 ms)
+EDGE = 400       # samples of the voice's own silence at each end
+PAU = 1200       # samples of silence at a clause mark
+
+
+class TimedToneEngine(ToneEngine):
+    """Kana -> a burst of tone timed as one phoneme; 、 -> silence timed as ``pau``."""
+
+    def synthesize_timed(self, text, voice):
+        self.calls.append(text)
+        if self._hold is not None and self._hold in text:
+            self.entered.set()
+            assert self._gate.wait(REAL_TIMEOUT_S)
+        parts, phones, at = [np.zeros(EDGE, np.float32)], [Phone('sil', 0, EDGE)], EDGE
+        for ch in text:
+            if ch in ROMAJI:  # a mora: its consonant (if any) and vowel share the burst
+                parts.append(self.tone(BURST))
+                symbols = phonemes(ch)
+                cuts = [at + BURST * i // len(symbols) for i in range(len(symbols) + 1)]
+                phones.extend(Phone(symbol, lo, hi)
+                              for symbol, lo, hi in zip(symbols, cuts, cuts[1:]))
+                at += BURST
+            elif ch in '、。':
+                parts.append(np.zeros(PAU, np.float32))
+                phones.append(Phone('pau', at, at + PAU))
+                at += PAU
+        parts.append(np.zeros(EDGE, np.float32))
+        phones.append(Phone('sil', at, at + EDGE))
+        return AudioWindow(np.concatenate(parts), phones=tuple(phones))
+
+    def synthesize(self, text, voice):
+        return self.synthesize_timed(text, voice).audio
+
+    #: Where the first window of a segment ends (mid-way through its second kana's
+    #: burst); the second comes only once ``window_gate`` is set (a slow decoder).
+    SPLIT = EDGE + BURST + BURST // 2 + 37
+
+    def __init__(self, clock=None):
+        super().__init__(clock)
+        self.window_gate = threading.Event()
+        self.window_gate.set()
+        self.at_gate = threading.Event()
+
+    def synthesize_windows(self, text, voice):
+        whole = self.synthesize_timed(text, voice)
+        rest = whole.audio[self.SPLIT:]
+        yield AudioWindow(whole.audio[:self.SPLIT], (rest.size / SR,), whole.phones)
+        self.at_gate.set()
+        assert self.window_gate.wait(REAL_TIMEOUT_S)
+        yield AudioWindow(rest)
+
+
+def phonemes(kana):
+    """The kana's phonemes: ``ka`` -> ``('k', 'a')``."""
+    romaji = ROMAJI[kana]
+    return (romaji[0], romaji[1]) if len(romaji) == 2 else (romaji,)
+
+
+def words_of(text, base=0):
+    """One word per kana, with its phonemes, offsets from ``base``."""
+    return tuple(Word(base + i, base + i + 1, ch, phonemes(ch))
+                 for i, ch in enumerate(text) if ch in ROMAJI)
+
+
+class Rig:
+    """A scheduler on the timed engine and a virtual clock, recording chunks and marks."""
+
+    def __init__(self, **config):
+        self.clock = VirtualClock()
+        self.engine = TimedToneEngine(self.clock)
+        self.events = []  # ('chunk', chunk) and ('mark', mark, play_time), in order
+        self.threads = []  # the thread that delivered each chunk
+        self.lock = threading.Lock()
+        self.got = threading.Event()
+        self.sched = SpeechScheduler(self.engine, self._chunk,
+                                     SchedulerConfig(**{'chunk_frames': 256, **config}),
+                                     clock=self.clock, waiter=self.clock.wait,
+                                     on_mark=self._mark)
+
+    def _chunk(self, utt, chunk):
+        with self.lock:
+            self.events.append(('chunk', chunk))
+            self.threads.append(threading.current_thread().name)
+        self.got.set()
+
+    def _mark(self, utt, mark, play_time):
+        with self.lock:
+            self.events.append(('mark', mark, play_time))
+
+    def chunks(self):
+        with self.lock:
+            return [e[1] for e in self.events if e[0] == 'chunk']
+
+    def marks(self, kind=None):
+        with self.lock:
+            return [e[1] for e in self.events if e[0] == 'mark'
+                    and (kind is None or e[1].kind == kind)]
+
+    def pcm(self, utt):
+        pcm = np.concatenate([c.samples[:c.valid_frames] for c in self.chunks()])
+        assert pcm.size == utt.audio_samples
+        return pcm
+
+    def wait_published(self, samples):
+        while sum(c.valid_frames for c in self.chunks()) < samples:
+            assert self.got.wait(REAL_TIMEOUT_S)
+            self.got.clear()
+
+
+@pytest.fixture
+def rig():
+    made = []
+
+    def make(**config):
+        made.append(Rig(**config))
+        return made[-1]
+    yield make
+    for r in made:
+        r.engine.release()
+        r.sched.shutdown()
+
+
+TEXT = 'かきさ、たなま。あい、うえお。'
+SEGMENTS = [Segment('かきさ、たなま。', Boundary.SENTENCE, words=words_of('かきさ、たなま。'),
+                    sentence=(0, 8), marks=(SsmlMark('m1', 0, 0, 3),)),
+            Segment('あい、うえお。', Boundary.END, words=words_of('あい、うえお。', 8),
+                    sentence=(8, 15))]
+
+
+def test_word_marks_lie_on_their_sound_and_come_before_its_chunk(rig):
+    r = rig()
+    utt = r.sched.submit(SEGMENTS, VoiceParams(), text=TEXT, source=TEXT, key='u1')
+    assert utt.wait(REAL_TIMEOUT_S) and utt.outcome is Outcome.SUCCEEDED
+    pcm = r.pcm(utt).astype(np.float64)
+    words = r.marks('word')
+    assert [w.value for w in words] == [c for c in TEXT if c in ROMAJI]
+    assert all(TEXT[w.start:w.end] == w.value for w in words)
+    for w in words:
+        assert w.duration == BURST
+        burst = pcm[w.position:w.position + w.duration]
+        assert np.abs(burst).min(initial=1) >= 0 and np.abs(burst).max() > 1000
+    # A word after a pause starts where its sound does: silence just before it.
+    for w in (words[3], words[8]):  # た, う follow a 、
+        before = pcm[w.position - int(0.02 * SR):w.position]
+        assert np.abs(before).max() < 50, w
+        assert np.abs(pcm[w.position:w.position + 40]).max() > 100
+    # Each mark is released before the chunk holding its first sample.
+    seen = 0
+    with r.lock:
+        events = list(r.events)
+    for event in events:
+        if event[0] == 'chunk':
+            seen += event[1].valid_frames
+        else:
+            assert event[1].position >= seen or event[1].kind == 'ssml', event
+    # Play times: the first chunk's plus the position.
+    t0 = r.chunks()[0].play_time
+    with r.lock:
+        timed = [(e[1], e[2]) for e in r.events if e[0] == 'mark']
+    for mark, play_time in timed:
+        assert play_time == pytest.approx(t0 + mark.position / SR, abs=1e-6)
+    assert r.marks('start')[0].position == 0 and r.marks('start')[0].end == len(TEXT)
+    sentences = r.marks('sentence')
+    assert [(s.start, s.end) for s in sentences] == [(0, 8), (8, 15)]
+    assert sentences[0].position == words[0].position
+    assert sentences[1].position == words[6].position
+    (ssml,) = r.marks('ssml')
+    assert ssml.value == 'm1' and ssml.position == words[3].position
+    assert utt.heard == TEXT
+
+
+def test_visemes_and_phonemes_tile_the_speech(rig):
+    r = rig()
+    utt = r.sched.submit(SEGMENTS[:1], VoiceParams(), text=TEXT[:8], source=TEXT[:8])
+    assert utt.wait(REAL_TIMEOUT_S)
+    phonemes = r.marks('phoneme')
+    assert [p.value for p in phonemes] == ['k', 'a', 'k', 'i', 's', 'a', 'pau', 't', 'a',
+                                           'n', 'a', 'm', 'a', 'pau']
+    for a, b in zip(phonemes, phonemes[1:]):
+        assert a.position + a.duration == b.position
+    visemes = r.marks('viseme')
+    # ka ki sa -> a i a (each consonant takes its vowel's); pau -> sil; ta na -> one a
+    # (equal visemes merge); ma -> closed lips, then a.
+    assert [v.value for v in visemes] == ['a', 'i', 'a', 'sil', 'a', 'closed', 'a', 'sil']
+    assert visemes[0].position == phonemes[0].position
+    for a, b in zip(visemes, visemes[1:]):
+        assert a.position + a.duration == b.position
+
+
+def test_a_cancel_reports_the_words_heard_and_fades_out(rig):
+    r = rig(max_lead_s=0.0)
+    r.engine.window_gate.clear()  # the first window is out, the rest still decoding
+    utt = r.sched.submit(SEGMENTS, VoiceParams(), text=TEXT, source=TEXT)
+    assert r.engine.at_gate.wait(REAL_TIMEOUT_S)
+    r.wait_published(1)
+    assert r.sched.cancel(utt, CancelReason.CLIENT)
+    r.engine.window_gate.set()
+    assert utt.wait(REAL_TIMEOUT_S) and utt.outcome is Outcome.CANCELED
+    chunks = r.chunks()
+    with r.lock:
+        threads = list(r.threads)
+    # The fade comes from the canceling thread, before the cancel returned; nothing after.
+    fades = [c for c, name in zip(chunks, threads) if not name.startswith('tts-')]
+    spoken = [c for c, name in zip(chunks, threads) if name.startswith('tts-')]
+    assert fades and chunks[-len(fades):] == fades
+    published = sum(c.valid_frames for c in spoken)
+    words = r.marks('word')
+    heard = [w for w in words if w.position + w.duration <= published]
+    assert heard and len(heard) < len(words)
+    assert utt.heard_end == heard[-1].end
+    assert utt.heard == TEXT[:heard[-1].end]
+    # At most 10 ms that fall to zero without a step larger than the tone's own.
+    assert sum(c.valid_frames for c in fades) <= int(0.010 * SR)
+    tail = np.concatenate([c.samples[:c.valid_frames] for c in chunks]).astype(np.float64)
+    fade_len = sum(c.valid_frames for c in fades)
+    tone_step = np.abs(np.diff(ToneEngine.tone(BURST) * 32767)).max()
+    assert np.abs(tail[-fade_len - 1]) > 1000, 'the cut came in the middle of a sound'
+    assert np.abs(np.diff(tail[-fade_len - 2:])).max() <= tone_step + 2
+    assert abs(tail[-1]) <= tone_step
+    assert utt.end_play_time == pytest.approx(
+        chunks[0].play_time + utt.audio_samples / SR, abs=1e-6)
+
+
+def test_align_words_skips_what_the_engine_said_otherwise():
+    words = (Word(0, 2, '今日', ('ky', 'o', 'o')), Word(2, 3, 'は', ('w', 'a')),
+             Word(3, 4, '😀', ()))
+    phones = [Phone('sil', 0, 10), Phone('ky', 10, 20), Phone('o', 20, 30),
+              Phone('O', 30, 40), Phone('w', 40, 50), Phone('a', 50, 60), Phone('sil', 60, 70)]
+    assert align_words(words, phones) == [(1, 3), (4, 5), None]
+    marks = segment_marks(Segment('今日は😀', Boundary.END, words=words), phones, 100, 105)
+    word_marks = [m for m in marks if m.kind == 'word']
+    assert [(m.position, m.duration) for m in word_marks] == [(110, 30), (140, 20), (160, 0)]
+    assert all(m.position >= 105 for m in marks)
+
+
+@pytest.mark.parametrize('symbol,expected', [
+    ('a', 'a'), ('I', 'i'), ('N', 'N'), ('m', 'closed'), ('by', 'closed'), ('pau', 'sil'),
+    ('k', None), ('cl', None)])
+def test_viseme_table(symbol, expected):
+    assert viseme(symbol) == expected
