@@ -7,13 +7,13 @@ chain of rewrites that keeps no offsets. Rather than thread an offset map throug
 one of them, the caller's text is *aligned* with the front end's output afterwards: the
 front end mostly copies characters, and wraps every reading it makes in no-cut marks.
 
-* :func:`plain_source` / :func:`ssml_source`: the caller's text as a *source*: a string of
-  the characters the front end saw (each compatibility-normalised on its own, as the front
-  end does to the whole text), with, for each, the ``(start, end)`` span of the caller's
-  characters it stands for. SSML: only the spoken text, entities decoded (``&amp;`` spans
+* :func:`plain_source` / :func:`.ssml_offsets.ssml_source`: the caller's text as a
+  *source*: a string of the characters the front end saw (each compatibility-normalised on
+  its own, as the front end does to the whole text), with, for each, the ``(start, end)``
+  span of the caller's characters it stands for. SSML: only the spoken text, entities decoded (``&amp;`` spans
   its five characters), a ``<sub>``'s alias standing for the element's content, a
   ``<say-as>``'s content for itself; and the ``<mark>`` tags found.
-* :func:`align`: :class:`difflib.SequenceMatcher` between the source and the output, with
+* :func:`align`: :class:`difflib.SequenceMatcher` (sentence by sentence) between the source and the output, with
   each reading between no-cut marks collapsed into one character that matches nothing, so a
   reading always maps to the whole source region it replaced and is never split. Each
   output character (marks removed) gets a source span: its own character's for a copy, the
@@ -23,7 +23,6 @@ front end mostly copies characters, and wraps every reading it makes in no-cut m
 from __future__ import annotations
 
 import difflib
-import html
 import re
 import unicodedata
 from typing import Optional
@@ -32,8 +31,9 @@ from . import frontend
 from .checks import _ANSI_RE, SPEAKABLE_RE
 
 _REGION = '\ue002'   # stands for one reading in the aligned output; never in a source
-_OPAQUE = '\ue003'   # a <say-as> content in the source: matches nothing in the output
-_CONTROL = ('Cc', 'Cf', 'Cs', 'Co')
+#: Stands for a ``<say-as>``'s content in a source: matches nothing in the output.
+OPAQUE = '\ue003'
+CONTROL = ('Cc', 'Cf', 'Cs', 'Co')
 _NORM: dict = {}
 
 
@@ -45,18 +45,19 @@ def _norm(ch: str) -> str:
             out = ch
         elif ch in '\t\r':
             out = ' ' if ch == '\t' else '\n'
-        elif unicodedata.category(ch) in _CONTROL:
+        elif unicodedata.category(ch) in CONTROL:
             out = ''
         else:
             out = frontend.compat_normalize(ch)
-            if _REGION in out or _OPAQUE in out:
+            if _REGION in out or OPAQUE in out:
                 out = ''
         if len(_NORM) < 65536:
             _NORM[ch] = out
     return out
 
 
-def _add(chars: list, spans: list, text: str, span: tuple) -> None:
+def add(chars: list, spans: list, text: str, span: tuple) -> None:
+    """Append ``text``'s characters, normalised as in :func:`plain_source`, at ``span``."""
     for ch in text:
         for c in _norm(ch):
             chars.append(c)
@@ -73,141 +74,30 @@ def plain_source(text: str) -> tuple:
     chars: list = []
     spans: list = []
     pos = 0
-    for m in _ANSI_RE.finditer(text):
-        for i in range(pos, m.start()):
-            _add(chars, spans, text[i], (i, i + 1))
-        pos = m.end()
-    for i in range(pos, len(text)):
-        _add(chars, spans, text[i], (i, i + 1))
+    for m in list(_ANSI_RE.finditer(text)) + [None]:
+        end = m.start() if m is not None else len(text)
+        for i in range(pos, end):
+            ch = text[i]
+            out = _NORM.get(ch)
+            if out is None:
+                out = _norm(ch)
+            if out == ch:  # the common case: one character for itself
+                chars.append(ch)
+                spans.append((i, i + 1))
+            else:
+                chars.extend(out)
+                spans.extend([(i, i + 1)] * len(out))
+        pos = m.end() if m is not None else end
     return ''.join(chars), spans
 
 
-def clean_index(text: str) -> tuple:
-    """``(cleaned, index)``: :func:`~.checks.strip_control` of ``text`` and, for each of its
-    characters, the ``(start, end)`` span in ``text`` it came from (``\\r\\n`` is one)."""
-    kept: list = []
-    pos = 0
-    for m in list(_ANSI_RE.finditer(text)) + [None]:
-        end = m.start() if m is not None else len(text)
-        kept.extend((text[i], i) for i in range(pos, end))
-        pos = m.end() if m is not None else end
-    out: list = []
-    index: list = []
-    k = 0
-    while k < len(kept):
-        ch, i = kept[k]
-        if ch == '\r':
-            if k + 1 < len(kept) and kept[k + 1][0] == '\n':
-                k += 1
-            out.append('\n')
-            index.append((i, kept[k][1] + 1))
-        elif ch == '\t':
-            out.append(' ')
-            index.append((i, i + 1))
-        elif ch == '\n' or unicodedata.category(ch) not in _CONTROL:
-            out.append(ch)
-            index.append((i, i + 1))
-        k += 1
-    return ''.join(out), index
-
-
-# Markup tokens, in the order tried: comment, CDATA, processing instruction, DOCTYPE,
-# element tag (closing?, name, attributes, self-closing?), entity or character reference.
-_TOKEN_RE = re.compile(
-    r'<!--.*?-->|<!\[CDATA\[(?P<cdata>.*?)\]\]>|<\?.*?\?>'
-    r'|<!DOCTYPE[^\[>]*(?:\[.*?\])?\s*>'
-    r'|<(?P<close>/?)(?P<tag>[^\s/>]+)(?P<attrs>(?:[^>"\']|"[^"]*"|\'[^\']*\')*?)(?P<empty>/?)>'
-    r'|&(?P<ref>#x[0-9a-fA-F]+|#[0-9]+|[A-Za-z][\w.-]*);', re.S)
-_ATTR_RE = re.compile(r'([^\s=]+)\s*=\s*(?:"([^"]*)"|\'([^\']*)\')')
-
-
-def attributes(attrs: str) -> dict:
-    """A tag's attributes (the text after its name), entity references decoded."""
-    return {m.group(1): html.unescape(m.group(2) if m.group(2) is not None else m.group(3))
-            for m in _ATTR_RE.finditer(attrs)}
-
-
-def ssml_source(text: str) -> tuple:
-    """``(source, spans, marks)`` for SSML that :func:`.ssml.parse` accepted.
-
-    Spans and marks are offsets into ``text`` as the caller sent it (before control
-    characters were removed). ``marks``: ``(name, start, end)`` of every ``<mark>`` tag, in
-    order. A ``<p>``/``<s>`` adds the ``。`` that the parser adds, with an empty span.
-    """
-    cleaned, index = clean_index(text)
-    lead = len(cleaned) - len(cleaned.lstrip())
-    markup = cleaned.strip()
-    index = index[lead:lead + len(markup)]
-
-    def at(i: int) -> int:  # offset in ``text`` of markup position ``i`` (may be the end)
-        if i < len(index):
-            return index[i][0]
-        return index[-1][1] if index else 0
-
-    chars: list = []
-    spans: list = []
-    marks: list = []
-    stack: list = []   # (tag, content start in markup, attributes)
-    silent = False     # inside <sub>/<say-as>, whose text is not spoken as written
-    pos = 0
-
-    def text_run(a: int, b: int) -> None:
-        if not silent and stack:
-            for i in range(a, b):
-                _add(chars, spans, markup[i], index[i])
-
-    for m in _TOKEN_RE.finditer(markup):
-        text_run(pos, m.start())
-        pos = m.end()
-        if m.group('ref') is not None:
-            if not silent and stack:
-                _add(chars, spans, html.unescape(m.group(0)), (at(m.start()), at(m.end())))
-        elif m.group('cdata') is not None:
-            text_run(m.start('cdata'), m.end('cdata'))
-        elif m.group('tag') is not None:
-            _tag(m, stack, at, chars, spans, marks)
-            silent = any(t in ('sub', 'say-as') for t, _, _ in stack)
-    text_run(pos, len(markup))
-    return ''.join(chars), spans, marks
-
-
-def _tag(m: re.Match, stack: list, at, chars: list, spans: list, marks: list) -> None:
-    """One element tag of :func:`ssml_source`: what it adds to the source."""
-    tag = m.group('tag')
-    if m.group('close'):
-        if not stack:
-            return
-        name, begin, attrs = stack.pop()
-        span = (at(begin), at(m.start()))
-        outer = any(t in ('sub', 'say-as') for t, _, _ in stack)
-        if outer:
-            return
-        if span[0] == span[1]:
-            span = (at(begin), at(m.end()))
-        if name == 'sub':
-            _add(chars, spans, attrs.get('alias', ''), span)
-        elif name == 'say-as':
-            chars.append(_OPAQUE)
-            spans.append(span)
-        elif name in ('p', 's'):
-            chars.append('。')
-            spans.append((span[1], span[1]))
-        return
-    attrs = attributes(m.group('attrs'))
-    inside = any(t in ('sub', 'say-as') for t, _, _ in stack)
-    if tag == 'mark' and not inside:
-        marks.append((attrs.get('name', ''), at(m.start()), at(m.end())))
-    if m.group('empty'):
-        if tag == 'sub' and not inside:
-            _add(chars, spans, attrs.get('alias', ''), (at(m.start()), at(m.end())))
-        return
-    stack.append((tag, m.end(), attrs))
-
-
 def _regions(out: str) -> tuple:
-    """The output without no-cut marks, and its tokens: ``(start, end)`` in it, one per
-    character outside readings and one per reading, and the aligned string (a reading,
-    even of one character, is :data:`_REGION`, so it never matches a source character)."""
+    """The output without no-cut marks, its tokens and the string to align.
+
+    Tokens: ``(start, end)`` in the unmarked output, one per character outside readings and
+    one per reading. In the string to align a reading, even of one character, is
+    :data:`_REGION`, so it never matches a source character.
+    """
     plain: list = []
     tokens: list = []
     seq: list = []
@@ -236,7 +126,7 @@ def align(source: str, spans: list, out: str) -> tuple:
     """Map the front end's output to source spans.
 
     Args:
-        source: :func:`plain_source`'s or :func:`ssml_source`'s source string.
+        source: :func:`plain_source`'s or :func:`.ssml_offsets.ssml_source`'s source.
         spans: Its spans (``len(spans) == len(source)``).
         out: The front end's output for it (any number of pieces concatenated), no-cut
             marks included.
@@ -249,8 +139,7 @@ def align(source: str, spans: list, out: str) -> tuple:
     """
     text, tokens, seq = _regions(out)
     char_spans: list = [(0, 0)] * len(text)
-    matcher = difflib.SequenceMatcher(None, source, seq, autojunk=False)
-    for op, j1, j2, k1, k2 in _no_lost_speech(_late_copies(matcher.get_opcodes(), seq),
+    for op, j1, j2, k1, k2 in _no_lost_speech(_late_copies(_opcodes(source, seq), seq),
                                               source):
         if op == 'equal':
             for j, k in zip(range(j1, j2), range(k1, k2)):
@@ -268,6 +157,50 @@ def align(source: str, spans: list, out: str) -> tuple:
                 for i in range(a, b):
                     char_spans[i] = span
     return text, char_spans
+
+
+# Sentence ends: the front end copies them and inserts none (but the SSML 。 of a <p>/<s>,
+# which the source has too, and the line breaks that cut long runs of kana).
+_ANCHORS = frozenset('。！？!?\n')
+
+
+def _opcodes(source: str, seq: str) -> list:
+    """:meth:`difflib.SequenceMatcher.get_opcodes` of ``source`` and ``seq``, by sentence.
+
+    The matcher's time grows faster than the length (every occurrence of a common character
+    is tried), so the sentence ends of both sides are matched first (a short matcher run on
+    them alone) and each stretch between two matched ends is aligned on its own.
+    """
+    src_at = [i for i, ch in enumerate(source) if ch in _ANCHORS]
+    seq_at = [k for k, ch in enumerate(seq) if ch in _ANCHORS]
+    pairs: list = []
+    if src_at and seq_at:
+        ends = difflib.SequenceMatcher(None, ''.join(source[i] for i in src_at),
+                                       ''.join(seq[k] for k in seq_at), autojunk=False)
+        for a, b, size in ends.get_matching_blocks():
+            pairs.extend((src_at[a + n], seq_at[b + n]) for n in range(size))
+    ops: list = []
+    j0 = k0 = 0
+    for j, k in pairs + [(len(source), len(seq))]:
+        if j > j0 or k > k0:
+            matcher = difflib.SequenceMatcher(None, source[j0:j], seq[k0:k], autojunk=False)
+            ops.extend((op, a1 + j0, a2 + j0, b1 + k0, b2 + k0)
+                       for op, a1, a2, b1, b2 in matcher.get_opcodes())
+        if j < len(source):
+            ops.append(('equal', j, j + 1, k, k + 1))
+        j0, k0 = j + 1, k + 1
+    return _merged(ops)
+
+
+def _merged(ops: list) -> list:
+    """Adjacent opcodes of one kind as one (the stretches' seams)."""
+    out: list = []
+    for op in ops:
+        if out and out[-1][0] == op[0] and out[-1][2] == op[1] and out[-1][4] == op[3]:
+            prev = out.pop()
+            op = (op[0], prev[1], op[2], prev[3], op[4])
+        out.append(op)
+    return out
 
 
 def _no_lost_speech(ops: list, source: str) -> list:

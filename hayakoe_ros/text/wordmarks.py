@@ -19,7 +19,7 @@ import re
 import unicodedata
 
 from ..engines import openjtalk_guard
-from . import offsets
+from . import offsets, ssml_offsets
 from .segment import _SENTENCE_END_RE, split_sentences
 from .wordtypes import SsmlMark, Word
 
@@ -52,6 +52,37 @@ _MORA.update({k: tuple(v.split()) for k, v in {
     'ツァ': 'ts a', 'ツィ': 'ts i', 'ツェ': 'ts e', 'ツォ': 'ts o', 'スィ': 's i', 'ズィ': 'z i',
     'イェ': 'y e', 'クヮ': 'kw a', 'グヮ': 'gw a', 'クァ': 'kw a', 'グァ': 'gw a'}.items()})
 _VOWELS = frozenset('aiueo')
+
+
+_PRON_CACHE: dict = {}
+
+
+def _phonemes(pron: str, before: str) -> tuple:
+    """:func:`pron_phonemes`, cached (one NJD word's pron: a few distinct hundred a text)."""
+    if pron[:1] == 'ー':
+        return pron_phonemes(pron, before)
+    out = _PRON_CACHE.get(pron)
+    if out is None:
+        out = pron_phonemes(pron)
+        if len(_PRON_CACHE) < 16384:
+            _PRON_CACHE[pron] = out
+    return out
+
+
+def _run_frontend(text: str) -> list:
+    """Open JTalk's NJD features of one segment's text.
+
+    A segment is what the voice itself is handed in one call, so it is within
+    :mod:`~hayakoe_ros.engines.openjtalk_guard`'s limits; they are checked here anyway
+    (cheaply: by length, and with the guard's own patterns), and anything outside them goes
+    through the guard's cutting into pieces.
+    """
+    if len(text) * 4 <= openjtalk_guard.MAX_CALL_BYTES and not openjtalk_guard.repeats(text) \
+            and not openjtalk_guard.break_kana_runs(text)[1]:
+        import pyopenjtalk
+
+        return pyopenjtalk.run_frontend(text)
+    return openjtalk_guard.run_frontend(text)
 
 
 def pron_phonemes(pron: str, before: str = '') -> tuple:
@@ -99,16 +130,18 @@ def _nodes(text: str) -> list:
     A word is found in ``text`` by its spelling (NFKC); one that is not (Open JTalk writes
     一〇 as 十) takes the characters between the words found before and after it.
     """
-    norm = ''.join(c if len(unicodedata.normalize('NFKC', c)) != 1
-                   else unicodedata.normalize('NFKC', c) for c in text)
+    norm = unicodedata.normalize('NFKC', text)
+    if len(norm) != len(text):  # keep offsets: only what NFKC maps one to one
+        norm = ''.join(c if len(unicodedata.normalize('NFKC', c)) != 1
+                       else unicodedata.normalize('NFKC', c) for c in text)
     nodes: list = []
     lost: list = []   # words not found since the last one found
     pos = 0
     vowel = ''
-    for feat in openjtalk_guard.run_frontend(text):
+    for feat in _run_frontend(text):
         word = unicodedata.normalize('NFKC', feat['string'])
         start = norm.find(word, pos, pos + len(word) + 4) if word else -1
-        phonemes = list(pron_phonemes(feat.get('pron') or '', vowel))
+        phonemes = list(_phonemes(feat.get('pron') or '', vowel))
         vowel = next((p.lower() for p in reversed(phonemes) if p.lower() in _VOWELS), vowel)
         node = [start, start + len(word), phonemes, feat.get('pos_group1') == '数',
                 feat.get('pos_group1') == '接尾']
@@ -181,10 +214,7 @@ def _locate(texts: list, haystack: str, start: int) -> list:
 
 
 def _ends_sentence(text: str) -> bool:
-    last = None
-    for last in _SENTENCE_END_RE.finditer(text):
-        pass
-    return last is not None and last.end() == len(text)
+    return any(m.end() == len(text) for m in _SENTENCE_END_RE.finditer(text))
 
 
 def _span(spans: list) -> tuple:
@@ -211,7 +241,7 @@ def annotate(text: str, is_ssml: bool, outputs: list, segments: list) -> list:
         output (none known) gets no words.
     """
     if is_ssml:
-        source, spans, marks = offsets.ssml_source(text)
+        source, spans, marks = ssml_offsets.ssml_source(text)
     else:
         (source, spans), marks = offsets.plain_source(text), []
     plain, char_spans = offsets.align(source, spans, ''.join(out for out, _ in outputs))
