@@ -10,14 +10,15 @@ front end mostly copies characters, and wraps every reading it makes in no-cut m
 * :func:`plain_source` / :func:`.ssml_offsets.ssml_source`: the caller's text as a
   *source*: a string of the characters the front end saw (each compatibility-normalised on
   its own, as the front end does to the whole text), with, for each, the ``(start, end)``
-  span of the caller's characters it stands for. SSML: only the spoken text, entities decoded (``&amp;`` spans
-  its five characters), a ``<sub>``'s alias standing for the element's content, a
-  ``<say-as>``'s content for itself; and the ``<mark>`` tags found.
-* :func:`align`: :class:`difflib.SequenceMatcher` (sentence by sentence) between the source and the output, with
-  each reading between no-cut marks collapsed into one character that matches nothing, so a
-  reading always maps to the whole source region it replaced and is never split. Each
-  output character (marks removed) gets a source span: its own character's for a copy, the
-  whole replaced region's for a rewrite, an empty span where the front end inserted text.
+  span of the caller's characters it stands for. SSML: only the spoken text, entities
+  decoded (``&amp;`` spans its five characters), a ``<sub>``'s alias standing for the
+  element's content, a ``<say-as>``'s content for itself; and the ``<mark>`` tags found.
+* :func:`align`: :class:`difflib.SequenceMatcher` (sentence by sentence) between the source
+  and the output, with each reading between no-cut marks collapsed into one character that
+  matches nothing, so a reading always maps to the whole source region it replaced and is
+  never split. Each output character (marks removed) gets a source span: its own
+  character's for a copy, the whole replaced region's for a rewrite, an empty span where
+  the front end inserted text.
 """
 
 from __future__ import annotations

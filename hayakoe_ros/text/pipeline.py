@@ -47,7 +47,10 @@ def prepare(text: str, max_chars: int, max_segment_chars: int,
     Returns:
         ``(cleaned, segments)``: the cleaned text (SSML: its spoken text) and at least one
         :class:`~.segment.Segment`; the last has boundary ``END``. Segments before an SSML
-        break have boundary ``BREAK`` and ``break_s``; SSML prosody sets ``rate``.
+        break have boundary ``BREAK`` and ``break_s``; SSML prosody sets ``rate``. Each
+        segment tells its ``words`` with offsets into ``text`` as given (SSML: into the
+        markup), the first of each sentence its ``sentence`` span, and SSML ``<mark>``
+        tags go to ``marks`` (:func:`.wordmarks.annotate`).
 
     Raises:
         InputError: ``empty``, ``too_long``, ``nothing_speakable`` or ``bad_ssml``.
