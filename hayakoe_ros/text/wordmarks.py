@@ -49,6 +49,7 @@ _MORA.update({k: tuple(v.split()) for k, v in {
     'テョ': 'ty o', 'デャ': 'dy a', 'デュ': 'dy u', 'デョ': 'dy o', 'ファ': 'f a',
     'フィ': 'f i', 'フェ': 'f e', 'フォ': 'f o', 'フュ': 'hy u', 'ウィ': 'w i', 'ウェ': 'w e',
     'ウォ': 'w o', 'ヴァ': 'v a', 'ヴィ': 'v i', 'ヴェ': 'v e', 'ヴォ': 'v o', 'ヴュ': 'by u',
+    'ヴャ': 'by a', 'ヴョ': 'by o',
     'ツァ': 'ts a', 'ツィ': 'ts i', 'ツェ': 'ts e', 'ツォ': 'ts o', 'スィ': 's i', 'ズィ': 'z i',
     'イェ': 'y e', 'クヮ': 'kw a', 'グヮ': 'gw a', 'クァ': 'kw a', 'グァ': 'gw a'}.items()})
 _VOWELS = frozenset('aiueo')
@@ -107,10 +108,12 @@ def pron_phonemes(pron: str, before: str = '') -> tuple:
         one = _MORA.get(ch)
         if one is not None:
             out.extend(one)
+        elif ch == 'ー' and out and out[-1] in ('N', 'cl'):
+            out.append(out[-1])  # Open JTalk lengthens ン and ッ as themselves
         elif ch == 'ー':
             vowel = next((p for p in reversed(out) if p.lower() in _VOWELS), None)
             if vowel is not None:
-                out.append(vowel.lower())
+                out.append(vowel)  # a devoiced vowel stays devoiced
         elif ch == '’' and out and out[-1] in _VOWELS:
             out[-1] = out[-1].upper()
     return tuple(out[skip:])
@@ -142,7 +145,9 @@ def _nodes(text: str) -> list:
         word = unicodedata.normalize('NFKC', feat['string'])
         start = norm.find(word, pos, pos + len(word) + 4) if word else -1
         phonemes = list(_phonemes(feat.get('pron') or '', vowel))
-        vowel = next((p.lower() for p in reversed(phonemes) if p.lower() in _VOWELS), vowel)
+        # What a leading ー lengthens: the last mora said, none after a pause (punctuation).
+        vowel = next((p for p in reversed(phonemes) if p.lower() in _VOWELS or p in ('N', 'cl')),
+                     '' if not phonemes else vowel)
         node = [start, start + len(word), phonemes, feat.get('pos_group1') == '数',
                 feat.get('pos_group1') == '接尾']
         if start < 0:
@@ -202,15 +207,43 @@ def _njd_words(text: str, spans: list) -> list:
 
 
 def _locate(texts: list, haystack: str, start: int) -> list:
-    """Offsets of consecutive substrings ``texts`` in ``haystack`` from ``start`` (-1: lost)."""
-    out = []
+    """Where consecutive ``texts`` are in ``haystack`` from ``start``.
+
+    Returns:
+        Per text, the index in ``haystack`` of each of its characters (a ``range`` where it
+        is a substring), or None where it cannot be found. The segmenter joins a fragment
+        with nothing speakable to the next sentence without the whitespace between, so a
+        text may also be found with whitespace of ``haystack`` skipped.
+    """
+    out: list = []
     pos = start
     for text in texts:
         at = haystack.find(text, pos) if text else -1
-        out.append(at)
-        if at >= 0:
+        if at >= 0 and not haystack[pos:at].strip():
+            out.append(range(at, at + len(text)))
             pos = at + len(text)
+            continue
+        found = []
+        i = pos
+        for ch in text:
+            while i < len(haystack) and haystack[i] != ch and haystack[i].isspace():
+                i += 1
+            if i >= len(haystack) or haystack[i] != ch:
+                break
+            found.append(i)
+            i += 1
+        if len(found) == len(text) and text:
+            out.append(found)
+            pos = i
+        else:
+            out.append(None)
     return out
+
+
+def _at(char_spans: list, where) -> list:
+    if isinstance(where, range):
+        return char_spans[where.start:where.stop]
+    return [char_spans[i] for i in where]
 
 
 def _ends_sentence(text: str) -> bool:
@@ -255,10 +288,10 @@ def annotate(text: str, is_ssml: bool, outputs: list, segments: list) -> list:
         sent_at = _locate(sents, plain, base)
         segs = segments[seg_index:seg_index + count]
         seg_at = _locate([s.text for s in segs], plain, base)
-        for si, (sent, at) in enumerate(zip(sents, sent_at)):
-            if at < 0:
+        for si, (sent, where) in enumerate(zip(sents, sent_at)):
+            if not where:
                 continue
-            span = _span(char_spans[at:at + len(sent)])
+            span = _span(_at(char_spans, where))
             ends = _ends_sentence(sent)
             if si == 0 and sentences and not sentences[-1][2]:
                 # A break or a rate change inside a sentence: the same sentence goes on.
@@ -267,12 +300,11 @@ def annotate(text: str, is_ssml: bool, outputs: list, segments: list) -> list:
                 prev[2] = ends
                 continue
             first = next((seg_index + k for k, sa in enumerate(seg_at)
-                          if at <= sa < at + len(sent)), None)
+                          if sa and where[0] <= sa[0] <= where[-1]), None)
             if first is not None:
                 sentences.append([span, first, ends])
-        for k, (seg, at) in enumerate(zip(segs, seg_at)):
-            groups = _njd_words(seg.text, char_spans[at:at + len(seg.text)]) if at >= 0 \
-                else []
+        for k, (seg, where) in enumerate(zip(segs, seg_at)):
+            groups = _njd_words(seg.text, _at(char_spans, where)) if where else []
             words_at.extend((seg_index + k, g) for g in groups)
         base += len(normalized) - normalized.count('\ue000') - normalized.count('\ue001')
         seg_index += count
