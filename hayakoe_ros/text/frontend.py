@@ -256,10 +256,27 @@ def _number(m: re.Match) -> str:
     return keep(reading)
 
 
+def join_thank_you(run: str) -> str:
+    """``run`` with every "thank you" made one word, ``thank-you`` (same length)."""
+    return re.sub(r'(?i)\bthank you\b', 'thank-you', run)
+
+
+def english_run_match(text: str) -> bool:
+    """Whether ``text`` is one run of English words as :func:`normalize` reads them."""
+    return _ENGLISH_RUN_RE.fullmatch(text) is not None
+
+
+def english_run_words(run: str) -> list:
+    """The reading of each word of a run of English words (``thank you`` is one word).
+
+    ``''.join`` of it is what :func:`normalize` puts in the run's place.
+    """
+    return ['サンキュー' if w.lower() == 'thank-you' else english.to_katakana(w)
+            for w in join_thank_you(run).split()]
+
+
 def _english_run(m: re.Match) -> str:
-    words = re.sub(r'(?i)\bthank you\b', 'thank-you', m.group(0)).split()
-    return ''.join('サンキュー' if w.lower() == 'thank-you' else english.to_katakana(w)
-                   for w in words)
+    return ''.join(english_run_words(m.group(0)))
 
 
 def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> str:

@@ -16,7 +16,7 @@ import logging
 from typing import Union
 
 from ..engines import openjtalk_guard
-from . import frontend, ssml, userdict
+from . import frontend, ssml, userdict, wordmarks
 from .segment import (SPEAKABLE_RE, Boundary, InputError, SegmentRamp, prepare_text, segment,
                    strip_control)
 
@@ -47,13 +47,17 @@ def prepare(text: str, max_chars: int, max_segment_chars: int,
     Returns:
         ``(cleaned, segments)``: the cleaned text (SSML: its spoken text) and at least one
         :class:`~.segment.Segment`; the last has boundary ``END``. Segments before an SSML
-        break have boundary ``BREAK`` and ``break_s``; SSML prosody sets ``rate``.
+        break have boundary ``BREAK`` and ``break_s``; SSML prosody sets ``rate``. Each
+        segment tells its ``words`` with offsets into ``text`` as given (SSML: into the
+        markup), the first of each sentence its ``sentence`` span, and SSML ``<mark>``
+        tags go to ``marks`` (:func:`.wordmarks.annotate`).
 
     Raises:
         InputError: ``empty``, ``too_long``, ``nothing_speakable`` or ``bad_ssml``.
     """
     latin = _latin_words()
-    if ssml.is_ssml(text):
+    is_ssml = ssml.is_ssml(text)
+    if is_ssml:
         markup = strip_control(text).strip()
         if len(markup) > max_chars:
             raise InputError('too_long', f'text has {len(markup)} characters; the limit is '
@@ -62,6 +66,7 @@ def prepare(text: str, max_chars: int, max_segment_chars: int,
     else:
         pieces = [ssml.Piece(prepare_text(frontend.compat_normalize(text), max_chars))]
     segments: list = []
+    outputs: list = []  # (front-end output, segments from it) per piece, for the words
     shortened: list = []
     broken = 0
     ramp = SegmentRamp(max_segment_chars, first_segment_morae)  # one per utterance
@@ -92,6 +97,7 @@ def prepare(text: str, max_chars: int, max_segment_chars: int,
         segs[-1] = tail
         segments.extend(dataclasses.replace(s, rate=piece.rate) if piece.rate != 1.0 else s
                         for s in segs)
+        outputs.append((normalized, len(segs)))
     if shortened:
         _LOG.warning('shortened %s to %d each: Open JTalk crashes on longer runs of one '
                      'character (text %r)', openjtalk_guard.describe_runs(shortened),
@@ -103,6 +109,7 @@ def prepare(text: str, max_chars: int, max_segment_chars: int,
     if not segments:
         raise InputError('nothing_speakable', f'nothing speakable in {text[:40]!r}')
     segments[-1] = dataclasses.replace(segments[-1], boundary=Boundary.END)
+    segments = wordmarks.annotate(text, is_ssml, outputs, segments)
     cleaned = ''.join(p.text for p in pieces).strip()
     return cleaned, segments
 

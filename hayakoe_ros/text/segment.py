@@ -30,6 +30,7 @@ from .checks import (MAX_UNSPEAKABLE_RUN, SPEAKABLE_RE, InputError, prepare_text
                      strip_control)  # re-exported: the speech layer and the tests import them here
 from .frontend import KEEP_CLOSE, KEEP_OPEN, strip_marks
 from .words import njd_cuts, word_boundaries
+from .wordtypes import SsmlMark, Word  # noqa: F401  (re-exported: part of Segment)
 
 # A sentence ends after a run of terminators (and closing brackets right after them), or
 # at a newline. ASCII '.' ends a sentence only before whitespace or the end of the text.
@@ -97,6 +98,11 @@ class Segment:
             this long.
         rate: Speaking-rate multiplier from SSML ``<prosody rate>`` (1.0 = the voice's
             own rate); the scheduler divides ``VoiceParams.length_scale`` by it.
+        words: The :class:`Word` objects it speaks, in order (offsets into the caller's
+            text; :func:`~.pipeline.prepare` fills them).
+        sentence: ``(start, end)`` of its sentence in the caller's text on the first
+            segment of each sentence; None on the others.
+        marks: The SSML :class:`SsmlMark` objects that fall in it.
     """
 
     text: str

@@ -5,7 +5,9 @@
 Supported: ``<speak>`` (root), ``<break time="500ms"/>`` / ``time="1.5s"`` /
 ``strength="..."``, ``<sub alias="...">``, ``<say-as interpret-as="characters|spell-out|
 digits|telephone|date|time|cardinal|number">``, ``<prosody rate="slow|fast|80%|1.2">``,
-``<p>`` and ``<s>`` (each ends a sentence). Parsed with ``defusedxml`` (the standard
+``<p>`` and ``<s>`` (each ends a sentence), ``<mark name="..."/>`` (an empty element
+with a non-empty ``name`` and nothing else; where it is goes to the segment's
+:class:`~.segment.SsmlMark` objects, :mod:`.wordmarks`). Parsed with ``defusedxml`` (the standard
 library's parser, with entity expansion and external references refused). Anything else is
 an :class:`~.segment.InputError` ``bad_ssml`` that names the problem; tags are never spoken.
 """
@@ -93,6 +95,18 @@ def _rate(value: Optional[str]) -> float:
     return rate
 
 
+def _check_mark(el) -> None:
+    """A ``<mark>`` must be empty and have a non-empty ``name`` and no other attribute."""
+    if not el.get('name', '').strip():
+        raise _bad('<mark> needs a non-empty name attribute')
+    others = sorted(set(el.keys()) - {'name'})
+    if others:
+        raise _bad(f'<mark> takes only a name attribute, not {", ".join(others)}')
+    if el.text or len(el):
+        raise _bad(f'<mark name="{el.get("name")}"> must be empty (<mark name="..."/>): '
+                   'it has content')
+
+
 def say_as(kind: str, text: str) -> str:
     """The reading of ``<say-as interpret-as=kind>text</say-as>`` (kanji/katakana).
 
@@ -171,12 +185,14 @@ def parse(text: str) -> list:
                 add(say_as(kind, ''.join(child.itertext())), rate)
             elif tag == 'prosody':
                 walk(child, rate * _rate(child.get('rate')))
+            elif tag == 'mark':
+                _check_mark(child)
             elif tag in ('p', 's'):
                 walk(child, rate)
                 add('。', rate)
             else:
                 raise _bad(f'<{tag}> is not supported (speak, break, sub, say-as, prosody, '
-                           'p, s)')
+                           'p, s, mark)')
             add(child.tail, rate)
 
     walk(root, 1.0)

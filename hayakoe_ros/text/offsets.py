@@ -1,0 +1,285 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""Where each character the front end outputs came from in the caller's text (no ROS imports).
+
+The front end (control-character removal, NFKC, the correction table, the readings) is a
+chain of rewrites that keeps no offsets. Rather than thread an offset map through every
+one of them, the caller's text is *aligned* with the front end's output afterwards: the
+front end mostly copies characters, and wraps every reading it makes in no-cut marks.
+
+* :func:`plain_source` / :func:`.ssml_offsets.ssml_source`: the caller's text as a
+  *source*: a string of the characters the front end saw (each compatibility-normalised on
+  its own, as the front end does to the whole text), with, for each, the ``(start, end)``
+  span of the caller's characters it stands for. SSML: only the spoken text, entities
+  decoded (``&amp;`` spans its five characters), a ``<sub>``'s alias standing for the
+  element's content, a ``<say-as>``'s content for itself; and the ``<mark>`` tags found.
+* :func:`align`: :class:`difflib.SequenceMatcher` (sentence by sentence) between the source
+  and the output, with each reading between no-cut marks collapsed into one character that
+  matches nothing, so a reading always maps to the whole source region it replaced and is
+  never split. Each output character (marks removed) gets a source span: its own
+  character's for a copy, the whole replaced region's for a rewrite, an empty span where
+  the front end inserted text.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import unicodedata
+from typing import Optional
+
+from . import frontend
+from .checks import _ANSI_RE, SPEAKABLE_RE
+
+_REGION = '\ue002'   # stands for one reading in the aligned output; never in a source
+#: Stands for a ``<say-as>``'s content in a source: matches nothing in the output.
+OPAQUE = '\ue003'
+CONTROL = ('Cc', 'Cf', 'Cs', 'Co')
+_NORM: dict = {}
+
+
+def _norm(ch: str) -> str:
+    """``ch`` as the front end's first steps leave it (control characters: nothing)."""
+    out = _NORM.get(ch)
+    if out is None:
+        if ch == '\n':
+            out = ch
+        elif ch in '\t\r':
+            out = ' ' if ch == '\t' else '\n'
+        elif unicodedata.category(ch) in CONTROL:
+            out = ''
+        else:
+            out = frontend.compat_normalize(ch)
+            if _REGION in out or OPAQUE in out:
+                out = ''
+        if len(_NORM) < 65536:
+            _NORM[ch] = out
+    return out
+
+
+def add(chars: list, spans: list, text: str, span: tuple) -> None:
+    """Append ``text``'s characters, normalised as in :func:`plain_source`, at ``span``."""
+    for ch in text:
+        for c in _norm(ch):
+            chars.append(c)
+            spans.append(span)
+
+
+def plain_source(text: str) -> tuple:
+    """``(source, spans)`` for plain text: ``spans[i]`` is ``(start, end)`` in ``text``.
+
+    Terminal escape sequences and control characters are left out (the front end drops
+    them); every other character is compatibility-normalised on its own (``㍻`` gives two
+    source characters, both spanning it).
+    """
+    chars: list = []
+    spans: list = []
+    pos = 0
+    for m in list(_ANSI_RE.finditer(text)) + [None]:
+        end = m.start() if m is not None else len(text)
+        for i in range(pos, end):
+            ch = text[i]
+            out = _NORM.get(ch)
+            if out is None:
+                out = _norm(ch)
+            if out == ch:  # the common case: one character for itself
+                chars.append(ch)
+                spans.append((i, i + 1))
+            else:
+                chars.extend(out)
+                spans.extend([(i, i + 1)] * len(out))
+        pos = m.end() if m is not None else end
+    return ''.join(chars), spans
+
+
+def _regions(out: str) -> tuple:
+    """The output without no-cut marks, its tokens and the string to align.
+
+    Tokens: ``(start, end)`` in the unmarked output, one per character outside readings and
+    one per reading. In the string to align a reading, even of one character, is
+    :data:`_REGION`, so it never matches a source character.
+    """
+    plain: list = []
+    tokens: list = []
+    seq: list = []
+    start: Optional[int] = None
+    for ch in out:
+        if ch == frontend.KEEP_OPEN:
+            if start is None:
+                start = len(plain)
+        elif ch == frontend.KEEP_CLOSE:
+            if start is not None and len(plain) > start:
+                tokens.append((start, len(plain)))
+                seq.append(_REGION)
+            start = None
+        else:
+            if start is None:
+                tokens.append((len(plain), len(plain) + 1))
+                seq.append(ch)
+            plain.append(ch)
+    if start is not None and len(plain) > start:
+        tokens.append((start, len(plain)))
+        seq.append(_REGION)
+    return ''.join(plain), tokens, ''.join(seq)
+
+
+def align(source: str, spans: list, out: str) -> tuple:
+    """Map the front end's output to source spans.
+
+    Args:
+        source: :func:`plain_source`'s or :func:`.ssml_offsets.ssml_source`'s source.
+        spans: Its spans (``len(spans) == len(source)``).
+        out: The front end's output for it (any number of pieces concatenated), no-cut
+            marks included.
+
+    Returns:
+        ``(text, char_spans)``: ``out`` without its marks, and for each of its characters
+        the ``(start, end)`` span of the caller's text it stands for (empty where the front
+        end inserted it). Spans never decrease: ``char_spans[i][0] <= char_spans[j][0]``
+        for ``i < j``.
+    """
+    text, tokens, seq = _regions(out)
+    char_spans: list = [(0, 0)] * len(text)
+    for op, j1, j2, k1, k2 in _no_lost_speech(_late_copies(_opcodes(source, seq), seq),
+                                              source):
+        if op == 'equal':
+            for j, k in zip(range(j1, j2), range(k1, k2)):
+                a, b = tokens[k]
+                for i in range(a, b):
+                    char_spans[i] = spans[j]
+        elif op in ('replace', 'insert') and k2 > k1:
+            if j2 > j1:
+                parts = _split_english(source[j1:j2], text, tokens[k1:k2],
+                                       (spans[j1][0], spans[j2 - 1][1]), spans[j1:j2])
+            else:
+                at = spans[j1 - 1][1] if j1 > 0 else (spans[0][0] if spans else 0)
+                parts = [((tokens[k1][0], tokens[k2 - 1][1]), (at, at))]
+            for (a, b), span in parts:
+                for i in range(a, b):
+                    char_spans[i] = span
+    return text, char_spans
+
+
+# Sentence ends: the front end copies them and inserts none (but the SSML 。 of a <p>/<s>,
+# which the source has too, and the line breaks that cut long runs of kana).
+_ANCHORS = frozenset('。！？!?\n')
+
+
+def _opcodes(source: str, seq: str) -> list:
+    """:meth:`difflib.SequenceMatcher.get_opcodes` of ``source`` and ``seq``, by sentence.
+
+    The matcher's time grows faster than the length (every occurrence of a common character
+    is tried), so the sentence ends of both sides are matched first (a short matcher run on
+    them alone) and each stretch between two matched ends is aligned on its own.
+    """
+    src_at = [i for i, ch in enumerate(source) if ch in _ANCHORS]
+    seq_at = [k for k, ch in enumerate(seq) if ch in _ANCHORS]
+    pairs: list = []
+    if src_at and seq_at:
+        ends = difflib.SequenceMatcher(None, ''.join(source[i] for i in src_at),
+                                       ''.join(seq[k] for k in seq_at), autojunk=False)
+        for a, b, size in ends.get_matching_blocks():
+            pairs.extend((src_at[a + n], seq_at[b + n]) for n in range(size))
+    ops: list = []
+    j0 = k0 = 0
+    for j, k in pairs + [(len(source), len(seq))]:
+        if j > j0 or k > k0:
+            matcher = difflib.SequenceMatcher(None, source[j0:j], seq[k0:k], autojunk=False)
+            ops.extend((op, a1 + j0, a2 + j0, b1 + k0, b2 + k0)
+                       for op, a1, a2, b1, b2 in matcher.get_opcodes())
+        if j < len(source):
+            ops.append(('equal', j, j + 1, k, k + 1))
+        j0, k0 = j + 1, k + 1
+    return _merged(ops)
+
+
+def _merged(ops: list) -> list:
+    """Adjacent opcodes of one kind as one (the stretches' seams)."""
+    out: list = []
+    for op in ops:
+        if out and out[-1][0] == op[0] and out[-1][2] == op[1] and out[-1][4] == op[3]:
+            prev = out.pop()
+            op = (op[0], prev[1], op[2], prev[3], op[4])
+        out.append(op)
+    return out
+
+
+def _no_lost_speech(ops: list, source: str) -> list:
+    """Opcodes where no speakable source character is deleted outright.
+
+    The front end drops no speakable character on its own (a reading replaces them), so a
+    deletion of one is a bad match nearby (``1日(月)`` -> ツイタチ月曜日: 日 matched the 日 of
+    月曜日): the deletion joins the opcode before it (of a longer copy, only its last
+    character) into one rewrite, or the one after it at the start.
+    """
+    out: list = []
+    for op in ops:
+        if op[0] != 'delete' or not SPEAKABLE_RE.search(source[op[1]:op[2]]):
+            out.append(op)
+            continue
+        _, j1, j2, _, _ = op
+        if out:
+            prev = out.pop()
+            if prev[0] == 'equal' and prev[2] - prev[1] > 3:
+                out.append(('equal', prev[1], prev[2] - 1, prev[3], prev[4] - 1))
+                prev = ('replace', prev[2] - 1, prev[2], prev[4] - 1, prev[4])
+            out.append(('replace', prev[1], j2, prev[3], prev[4]))
+        else:
+            out.append(op)
+    # A deletion at the start joins the opcode after it.
+    if len(out) > 1 and out[0][0] == 'delete' and SPEAKABLE_RE.search(
+            source[out[0][1]:out[0][2]]):
+        first, nxt = out[0], out[1]
+        out[:2] = [('replace', first[1], nxt[2], nxt[3], nxt[4])]
+    return out
+
+
+def _late_copies(ops: list, seq: str) -> list:
+    """Opcodes with a short copy that the front end repeated matched to its last copy.
+
+    A range gives its counter to both numbers (``10~20分`` -> 十分から二十分): the matcher
+    takes the first 分 for the source's, which leaves から二十分 inserted after it. A reading,
+    then a copy of at most three characters, then an insertion ending with the same
+    characters become one rewrite of the reading's source and the copy at the end.
+    """
+    out: list = []
+    i = 0
+    while i < len(ops):
+        if (i + 2 < len(ops) and ops[i][0] in ('replace', 'insert')
+                and ops[i + 1][0] == 'equal' and ops[i + 2][0] == 'insert'):
+            _, ja, _, ka, _ = ops[i]
+            _, j1, j2, k1, k2 = ops[i + 1]
+            k3 = ops[i + 2][4]
+            n = k2 - k1
+            if n <= 3 and seq[k1:k2] == seq[k3 - n:k3]:
+                out.append(('replace' if j1 > ja else 'insert', ja, j1, ka, k3 - n))
+                out.append(('equal', j1, j2, k3 - n, k3))
+                i += 3
+                continue
+        out.append(ops[i])
+        i += 1
+    return out
+
+
+def _split_english(src: str, text: str, tokens: list, whole: tuple, spans: list) -> list:
+    """A rewritten region as ``((start, end) in text, source span)`` parts.
+
+    One part (the whole region) unless the region is a run of English words whose
+    readings the front end concatenated (``how are you`` -> ハウアーユー): then one part per
+    word, so that each English word is a word of its own.
+    """
+    a, b = tokens[0][0], tokens[-1][1]
+    run = src.strip()
+    if ' ' not in run or not frontend.english_run_match(run):
+        return [((a, b), whole)]
+    lead = len(src) - len(src.lstrip())
+    readings = frontend.english_run_words(run)
+    words = [(m.start() + lead, m.end() + lead) for m in
+             re.finditer(r'\S+', frontend.join_thank_you(run))]
+    if ''.join(readings) != text[a:b] or len(words) != len(readings):
+        return [((a, b), whole)]
+    parts = []
+    for (ws, we), reading in zip(words, readings):
+        parts.append(((a, a + len(reading)), (spans[ws][0], spans[we - 1][1])))
+        a += len(reading)
+    return parts

@@ -1,0 +1,329 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""The words, sentences and SSML marks of an utterance's segments (no ROS imports).
+
+:func:`annotate` is the last step of :func:`~.pipeline.prepare`: it aligns the caller's
+text with the front end's output (:mod:`.offsets`), runs Open JTalk's front end on each
+segment (what the voice itself will run) and groups its NJD words into :class:`Word`
+objects: NJD words, except that those of one front-end reading (or of one ``<sub>``) are
+one word, and a number keeps its counter (``3〜5個``, ``1,234台``). Punctuation and
+whitespace belong to no word. Each word's phonemes come from its NJD pronunciation
+(:func:`pron_phonemes`), so no labels are made (``make_label`` costs three times
+``run_frontend``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import unicodedata
+
+from ..engines import openjtalk_guard
+from . import offsets, ssml_offsets
+from .segment import _SENTENCE_END_RE, split_sentences
+from .wordtypes import SsmlMark, Word
+
+# Open JTalk's morae (its JPCommon table), katakana to phonemes. Built from the rows below.
+_ROWS = {  # row consonant per vowel a i u e o ('' = none in that place)
+    'アイウエオ': ('', '', '', '', ''), 'カキクケコ': 'k' * 5, 'ガギグゲゴ': 'g' * 5,
+    'サシスセソ': ('s', 'sh', 's', 's', 's'), 'ザジズゼゾ': ('z', 'j', 'z', 'z', 'z'),
+    'タチツテト': ('t', 'ch', 'ts', 't', 't'), 'ダヂヅデド': ('d', 'j', 'z', 'd', 'd'),
+    'ナニヌネノ': 'n' * 5, 'ハヒフヘホ': ('h', 'h', 'f', 'h', 'h'), 'バビブベボ': 'b' * 5,
+    'パピプペポ': 'p' * 5, 'マミムメモ': 'm' * 5, 'ヤ-ユ-ヨ': 'y' * 5, 'ラリルレロ': 'r' * 5,
+    'ワヰ-ヱヲ': ('w', '', '', '', ''), 'ァィゥェォ': ('', '', '', '', ''),
+    'ャ-ュ-ョ': 'y' * 5, 'ヮ----': ('w', '', '', '', ''),
+}
+_MORA: dict = {'ン': ('N',), 'ッ': ('cl',), 'ヴ': ('v', 'u'), 'ヵ': ('k', 'a'),
+               'ヶ': ('k', 'e')}
+for _kana, _cons in _ROWS.items():
+    for _ch, _c, _v in zip(_kana, _cons, 'aiueo'):
+        if _ch != '-':
+            _MORA[_ch] = (_c, _v) if _c else (_v,)
+# Palatalised: キャ kya ... (i-row kana + small ャュョェ).
+for _ch, _c in zip('キギシジチヂニヒビピミリ',
+                   ('ky', 'gy', 'sh', 'j', 'ch', 'j', 'ny', 'hy', 'by', 'py', 'my', 'ry')):
+    for _small, _v in zip('ャュェョ', 'aueo'):
+        _MORA[_ch + _small] = (_c, _v)
+_MORA.update({k: tuple(v.split()) for k, v in {
+    'ティ': 't i', 'ディ': 'd i', 'トゥ': 't u', 'ドゥ': 'd u', 'テャ': 'ty a', 'テュ': 'ty u',
+    'テョ': 'ty o', 'デャ': 'dy a', 'デュ': 'dy u', 'デョ': 'dy o', 'ファ': 'f a',
+    'フィ': 'f i', 'フェ': 'f e', 'フォ': 'f o', 'フュ': 'hy u', 'ウィ': 'w i', 'ウェ': 'w e',
+    'ウォ': 'w o', 'ヴァ': 'v a', 'ヴィ': 'v i', 'ヴェ': 'v e', 'ヴォ': 'v o', 'ヴュ': 'by u',
+    'ヴャ': 'by a', 'ヴョ': 'by o',
+    'ツァ': 'ts a', 'ツィ': 'ts i', 'ツェ': 'ts e', 'ツォ': 'ts o', 'スィ': 's i', 'ズィ': 'z i',
+    'イェ': 'y e', 'クヮ': 'kw a', 'グヮ': 'gw a', 'クァ': 'kw a', 'グァ': 'gw a'}.items()})
+_VOWELS = frozenset('aiueo')
+
+
+_PRON_CACHE: dict = {}
+
+
+def _phonemes(pron: str, before: str) -> tuple:
+    """:func:`pron_phonemes`, cached (one NJD word's pron: a few distinct hundred a text)."""
+    if pron[:1] == 'ー':
+        return pron_phonemes(pron, before)
+    out = _PRON_CACHE.get(pron)
+    if out is None:
+        out = pron_phonemes(pron)
+        if len(_PRON_CACHE) < 16384:
+            _PRON_CACHE[pron] = out
+    return out
+
+
+def _run_frontend(text: str) -> list:
+    """Open JTalk's NJD features of one segment's text.
+
+    A segment is what the voice itself is handed in one call, so it is within
+    :mod:`~hayakoe_ros.engines.openjtalk_guard`'s limits; they are checked here anyway
+    (cheaply: by length, and with the guard's own patterns), and anything outside them goes
+    through the guard's cutting into pieces.
+    """
+    if len(text) * 4 <= openjtalk_guard.MAX_CALL_BYTES and not openjtalk_guard.repeats(text) \
+            and not openjtalk_guard.break_kana_runs(text)[1]:
+        import pyopenjtalk
+
+        return pyopenjtalk.run_frontend(text)
+    return openjtalk_guard.run_frontend(text)
+
+
+def pron_phonemes(pron: str, before: str = '') -> tuple:
+    """Open JTalk phonemes of an NJD ``pron`` (katakana, ``’`` after a devoiced mora).
+
+    ``トッキュー`` -> ``t o cl ky u u``; ``デス’`` -> ``d e s U``. Characters that are no
+    kana (punctuation, symbols) give nothing, as in Open JTalk's g2p (which gives ``pau``
+    for some of them: never a word's). ``before``: the vowel said last before this word,
+    which a leading ``ー`` lengthens (``でしょ`` + ``う`` read ``ー``).
+    """
+    out: list = [before] if before else []
+    skip = len(out)
+    i = 0
+    while i < len(pron):
+        two = _MORA.get(pron[i:i + 2])
+        if two is not None:
+            out.extend(two)
+            i += 2
+            continue
+        ch = pron[i]
+        i += 1
+        one = _MORA.get(ch)
+        if one is not None:
+            out.extend(one)
+        elif ch == 'ー' and out and out[-1] in ('N', 'cl'):
+            out.append(out[-1])  # Open JTalk lengthens ン and ッ as themselves
+        elif ch == 'ー':
+            vowel = next((p for p in reversed(out) if p.lower() in _VOWELS), None)
+            if vowel is not None:
+                out.append(vowel)  # a devoiced vowel stays devoiced
+        elif ch == '’' and out and out[-1] in _VOWELS:
+            out[-1] = out[-1].upper()
+    return tuple(out[skip:])
+
+
+@dataclasses.dataclass
+class _Group:
+    start: int
+    end: int
+    phonemes: list
+    number: bool
+
+
+def _nodes(text: str) -> list:
+    """Open JTalk's NJD words of ``text``: ``[start, end, phonemes, number, counter]`` each.
+
+    A word is found in ``text`` by its spelling (NFKC); one that is not (Open JTalk writes
+    一〇 as 十) takes the characters between the words found before and after it.
+    """
+    norm = unicodedata.normalize('NFKC', text)
+    if len(norm) != len(text):  # keep offsets: only what NFKC maps one to one
+        norm = ''.join(c if len(unicodedata.normalize('NFKC', c)) != 1
+                       else unicodedata.normalize('NFKC', c) for c in text)
+    nodes: list = []
+    lost: list = []   # words not found since the last one found
+    pos = 0
+    vowel = ''
+    for feat in _run_frontend(text):
+        word = unicodedata.normalize('NFKC', feat['string'])
+        start = norm.find(word, pos, pos + len(word) + 4) if word else -1
+        phonemes = list(_phonemes(feat.get('pron') or '', vowel))
+        # What a leading ー lengthens: the last mora said, none after a pause (punctuation).
+        vowel = next((p for p in reversed(phonemes) if p.lower() in _VOWELS or p in ('N', 'cl')),
+                     '' if not phonemes else vowel)
+        node = [start, start + len(word), phonemes, feat.get('pos_group1') == '数',
+                feat.get('pos_group1') == '接尾']
+        if start < 0:
+            lost.append(node)
+            continue
+        _place(lost, pos, start, nodes)
+        nodes.append(node)
+        pos = node[1]
+    _place(lost, pos, len(text), nodes)
+    return nodes
+
+
+def _place(lost: list, start: int, end: int, nodes: list) -> None:
+    """Give words not found in the text the characters ``start:end`` between found ones."""
+    if not lost:
+        return
+    if end > start:
+        node = [start, end, [p for n in lost for p in n[2]], any(n[3] for n in lost),
+                lost[0][4]]
+        nodes.append(node)
+    elif nodes:
+        nodes[-1][2].extend(p for n in lost for p in n[2])
+    else:
+        nodes.append([start, start, [p for n in lost for p in n[2]], False, False])
+    lost.clear()
+
+
+def _njd_words(text: str, spans: list) -> list:
+    """The :class:`_Group` words of one segment's text, ``spans`` its characters' spans."""
+    groups: list = []
+    pending: list = []  # phonemes of words with no place in the text, for the next word
+    for start, end, phonemes, is_num, counter in _nodes(text):
+        if not phonemes:
+            if groups:
+                groups[-1].number = False  # punctuation ends a number
+            continue
+        if end <= start or start >= len(spans):
+            if groups:
+                groups[-1].phonemes.extend(phonemes)
+            else:
+                pending.extend(phonemes)
+            continue
+        real = [s for s in spans[start:end] if s[1] > s[0]]
+        s, e = (real[0][0], real[-1][1]) if real else (spans[start][0], spans[start][0])
+        last = groups[-1] if groups else None
+        if last is not None and (s < last.end or s == e or (last.number and (
+                is_num or counter))):
+            last.end = max(last.end, e)
+            last.phonemes.extend(phonemes)
+            last.number = last.number or is_num
+            continue
+        groups.append(_Group(s, e, pending + phonemes, is_num))
+        pending = []
+    if pending and groups:
+        groups[-1].phonemes.extend(pending)
+    return groups
+
+
+def _locate(texts: list, haystack: str, start: int) -> list:
+    """Where consecutive ``texts`` are in ``haystack`` from ``start``.
+
+    Returns:
+        Per text, the index in ``haystack`` of each of its characters (a ``range`` where it
+        is a substring), or None where it cannot be found. The segmenter joins a fragment
+        with nothing speakable to the next sentence without the whitespace between, so a
+        text may also be found with whitespace of ``haystack`` skipped.
+    """
+    out: list = []
+    pos = start
+    for text in texts:
+        at = haystack.find(text, pos) if text else -1
+        if at >= 0 and not haystack[pos:at].strip():
+            out.append(range(at, at + len(text)))
+            pos = at + len(text)
+            continue
+        found = []
+        i = pos
+        for ch in text:
+            while i < len(haystack) and haystack[i] != ch and haystack[i].isspace():
+                i += 1
+            if i >= len(haystack) or haystack[i] != ch:
+                break
+            found.append(i)
+            i += 1
+        if len(found) == len(text) and text:
+            out.append(found)
+            pos = i
+        else:
+            out.append(None)
+    return out
+
+
+def _at(char_spans: list, where) -> list:
+    if isinstance(where, range):
+        return char_spans[where.start:where.stop]
+    return [char_spans[i] for i in where]
+
+
+def _ends_sentence(text: str) -> bool:
+    return any(m.end() == len(text) for m in _SENTENCE_END_RE.finditer(text))
+
+
+def _span(spans: list) -> tuple:
+    real = [s for s in spans if s[1] > s[0]]
+    if real:
+        return real[0][0], max(s[1] for s in real)
+    return (spans[0][0], spans[0][0]) if spans else (0, 0)
+
+
+def annotate(text: str, is_ssml: bool, outputs: list, segments: list) -> list:
+    """Fill ``words``, ``sentence`` and ``marks`` of an utterance's segments.
+
+    Args:
+        text: The text exactly as the caller sent it (SSML: the markup).
+        is_ssml: Whether it was read as SSML.
+        outputs: ``(normalized, n)`` per piece that gave segments, in order: the front
+            end's output for the piece (no-cut marks included) and how many consecutive
+            segments of ``segments`` came from it.
+        segments: The utterance's segments (``sum(n) == len(segments)``).
+
+    Returns:
+        New segments, texts and boundaries unchanged. Never raises for any input that
+        :func:`~.pipeline.prepare` accepted: a segment whose text cannot be found in the
+        output (none known) gets no words.
+    """
+    if is_ssml:
+        source, spans, marks = ssml_offsets.ssml_source(text)
+    else:
+        (source, spans), marks = offsets.plain_source(text), []
+    plain, char_spans = offsets.align(source, spans, ''.join(out for out, _ in outputs))
+    out_segments: list = []
+    words_at: list = []      # (segment index, word)
+    sentences: list = []     # [span, first segment index, ends]
+    base = 0
+    seg_index = 0
+    for normalized, count in outputs:
+        sents = [re.sub('[\ue000\ue001]', '', s) for s in split_sentences(normalized)]
+        sent_at = _locate(sents, plain, base)
+        segs = segments[seg_index:seg_index + count]
+        seg_at = _locate([s.text for s in segs], plain, base)
+        for si, (sent, where) in enumerate(zip(sents, sent_at)):
+            if not where:
+                continue
+            span = _span(_at(char_spans, where))
+            ends = _ends_sentence(sent)
+            if si == 0 and sentences and not sentences[-1][2]:
+                # A break or a rate change inside a sentence: the same sentence goes on.
+                prev = sentences[-1]
+                prev[0] = (prev[0][0], max(prev[0][1], span[1]))
+                prev[2] = ends
+                continue
+            first = next((seg_index + k for k, sa in enumerate(seg_at)
+                          if sa and where[0] <= sa[0] <= where[-1]), None)
+            if first is not None:
+                sentences.append([span, first, ends])
+        for k, (seg, where) in enumerate(zip(segs, seg_at)):
+            groups = _njd_words(seg.text, _at(char_spans, where)) if where else []
+            words_at.extend((seg_index + k, g) for g in groups)
+        base += len(normalized) - normalized.count('\ue000') - normalized.count('\ue001')
+        seg_index += count
+    per_segment: list = [[] for _ in segments]
+    end = 0
+    for index, g in words_at:
+        start = max(g.start, end)
+        stop = max(g.end, start)
+        per_segment[index].append(Word(start, stop, text[start:stop], tuple(g.phonemes)))
+        end = stop
+    seg_marks: list = [[] for _ in segments]
+    flat = [(i, k, w) for i, ws in enumerate(per_segment) for k, w in enumerate(ws)]
+    for name, start, stop in marks:
+        hit = next(((i, k) for i, k, w in flat if w.start >= stop), None)
+        i, k = hit if hit is not None else (len(segments) - 1, len(per_segment[-1]))
+        seg_marks[i].append(SsmlMark(name, start, stop, k))
+    sentence_of = {first: tuple(span) for span, first, _ in sentences}
+    for i, seg in enumerate(segments):
+        out_segments.append(dataclasses.replace(
+            seg, words=tuple(per_segment[i]), sentence=sentence_of.get(i),
+            marks=tuple(seg_marks[i])))
+    return out_segments

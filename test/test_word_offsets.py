@@ -1,0 +1,248 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""Words, sentences and SSML marks of prepared segments, with offsets into the caller's text.
+
+Every row of the readings table (``test/data/readings.yaml``) and targeted cases: each
+word's ``value`` is the caller's ``text[start:end]``, words come in order without overlap,
+cover every speakable character once, and never cut inside a front-end reading; their
+phonemes are what Open JTalk says for the segment. Then random text: nothing raises, the
+same invariants hold.
+"""
+
+import random
+import re
+import time
+from pathlib import Path
+
+import pyopenjtalk
+import pytest
+import yaml
+
+from hayakoe_ros.text import InputError, frontend, offsets, wordmarks
+from hayakoe_ros.text.checks import SPEAKABLE_RE, prepare_text
+from hayakoe_ros.text.pipeline import prepare
+from hayakoe_ros.text.segment import SsmlMark, Word
+
+pytestmark = pytest.mark.unit
+
+REPO = Path(__file__).resolve().parents[1]
+with open(REPO / 'test' / 'data' / 'readings.yaml', encoding='utf-8') as _fh:
+    TABLE = yaml.safe_load(_fh)
+ROWS = [text for rows in TABLE.values() for text, _ in rows]
+_TAG_RE = re.compile(r'<[^>]*>|&#?\w+;')
+
+
+def _words(text, max_segment_chars=60, first_morae=0):
+    _, segs = prepare(text, 10 ** 6, max_segment_chars, first_morae)
+    return segs, [w for s in segs for w in s.words]
+
+
+def _values(text):
+    return [w.value for w in _words(text)[1]]
+
+
+def _check(text, segs):
+    """The invariants every utterance's words keep; returns the words."""
+    words = [w for s in segs for w in s.words]
+    end = 0
+    for w in words:
+        assert isinstance(w, Word)
+        assert w.value == text[w.start:w.end], (text, w)
+        assert end <= w.start <= w.end, (text, words)
+        assert all(isinstance(p, str) and p not in ('pau', 'sil') for p in w.phonemes)
+        end = w.end
+    for s in segs:
+        for m in s.marks:
+            assert isinstance(m, SsmlMark) and 0 <= m.before <= len(s.words)
+        if s.sentence is not None:
+            a, b = s.sentence
+            assert 0 <= a <= b <= len(text)
+    return words
+
+
+def _uncovered(text, words):
+    """Speakable characters of ``text`` (outside SSML tags and entities) in no word."""
+    masked = text
+    if text.lstrip().startswith('<'):
+        masked = _TAG_RE.sub(lambda m: ' ' * len(m.group(0)), text)
+    covered = set()
+    for w in words:
+        covered.update(range(w.start, w.end))
+    return [(i, ch) for i, ch in enumerate(masked)
+            if SPEAKABLE_RE.match(ch) and i not in covered]
+
+
+def _kept_spans(text):
+    """Source spans the front end replaced by one reading (plain text): no word may cut them."""
+    source, spans = offsets.plain_source(text)
+    out = frontend.normalize(prepare_text(frontend.compat_normalize(text), 10 ** 6))
+    _, char_spans = offsets.align(source, spans, out)
+    kept = []
+    for m in re.finditer('\ue000[^\ue001]+\ue001', out):
+        before = out[:m.start()]
+        kept.append(char_spans[m.start() - before.count('\ue000') - before.count('\ue001')])
+    return kept
+
+
+@pytest.mark.parametrize('text', ROWS)
+def test_every_row_of_the_readings_table(text):
+    segs, words = _words(text)
+    _check(text, segs)
+    assert words, text
+    assert not _uncovered(text, words), (text, _uncovered(text, words), words)
+    if not text.startswith('<'):
+        for a, b in _kept_spans(text):
+            assert not any(a < w.start < b or a < w.end < b for w in words), (text, words)
+
+
+def test_ten_thirty_is_one_word_with_its_reading():
+    segs, words = _words('10:30に出発')
+    assert [(w.start, w.end, w.value) for w in words] == [(0, 5, '10:30'), (5, 6, 'に'),
+                                                          (6, 8, '出発')]
+    assert words[0].phonemes == tuple('j u u j i s a N j u cl p u N'.split())
+    assert words[1].phonemes == ('n', 'i')
+
+
+@pytest.mark.parametrize('text, values', [
+    ('3〜5個', ['3〜5個']),
+    ('1,234台', ['1,234台']),
+    ('https://example.com/docs', ['https://example.com/docs']),
+    ('Hello, how are you?', ['Hello', 'how', 'are you']),  # NJD: ア|ーユー, one word
+    ('〒100-0001', ['〒100-0001']),
+    ('５０％', ['５０％']),
+    ('5kmを走った', ['5km', 'を', '走っ', 'た']),
+    ('電話は090-1234-5678です', ['電話', 'は', '090-1234-5678', 'です']),
+    ('㍻', ['㍻']),
+    ('Battery残量は80%', ['Battery', '残量', 'は', '80%']),
+    ('清掃を行っております', ['清掃', 'を', '行っ', 'て', 'おり', 'ます']),
+])
+def test_readings_are_single_words_with_the_callers_spelling(text, values):
+    assert _values(text) == values
+
+
+def test_a_control_character_inside_keeps_offsets_into_the_original():
+    text = '\x1b[31m今日は\x07晴れ\u200b です。'
+    segs, words = _words(text)
+    _check(text, segs)
+    assert [w.value for w in words] == ['今日', 'は', '晴れ', 'です']
+    assert words[2].start == text.index('晴')
+    assert not _uncovered(text.replace('31m', '   '), words)
+
+
+def test_phonemes_of_each_segment_are_open_jtalks():
+    text = 'お腹が空いた。特急です、明日は雨でしょう。ヴァイオリンをちょっと弾く'
+    segs, _ = _words(text)
+    for s in segs:
+        said = [p for w in s.words for p in w.phonemes]
+        assert said == [p for p in pyopenjtalk.g2p(s.text).split() if p != 'pau'], s.text
+
+
+def test_pron_phonemes():
+    assert wordmarks.pron_phonemes('トッキュー') == tuple('t o cl ky u u'.split())
+    assert wordmarks.pron_phonemes('デス’') == ('d', 'e', 's', 'U')
+    assert wordmarks.pron_phonemes('ー', 'o') == ('o',)
+    assert wordmarks.pron_phonemes('、') == ()
+
+
+def test_sentences_are_marked_on_their_first_segment():
+    text = '今日は晴れです。明日は雨でしょう！  それでは、また。'
+    segs, _ = _words(text, max_segment_chars=6)
+    starts = [s.sentence for s in segs if s.sentence is not None]
+    assert starts == [(0, 8), (8, 17), (19, 27)]
+    assert segs[0].sentence == (0, 8)
+    assert sum(s.sentence is not None for s in segs) == 3 < len(segs)
+    for (a, b) in starts:
+        assert text[a:b].strip() == text[a:b]
+
+
+SSML = ('<speak><mark name="a"/>今日は<mark name="mid"/><sub alias="ハヤコエ">hayakoe</sub>'
+        'で<say-as interpret-as="telephone">03-1234-5678</say-as>に電話、'
+        'A&amp;Bです。<break time="500ms"/><s>次の文</s><mark name="z"/></speak>')
+
+
+def test_ssml_words_and_marks_point_into_the_markup():
+    segs, words = _words(SSML)
+    _check(SSML, segs)
+    by_value = {w.value: w for w in words}
+    assert by_value['今日'].start == SSML.index('今日')
+    assert 'hayakoe' in by_value and by_value['hayakoe'].start == SSML.index('hayakoe')
+    assert '03-1234-5678' in by_value
+    assert any('&amp;' in w.value for w in words)
+    marks = [(m.name, m.start, m.end, m.before, i) for i, s in enumerate(segs)
+             for m in s.marks]
+    assert [m[0] for m in marks] == ['a', 'mid', 'z']
+    assert SSML[marks[0][1]:marks[0][2]] == '<mark name="a"/>'
+    a_seg = segs[marks[0][4]]
+    assert marks[0][3] == 0 and a_seg.words[0].value == '今日'
+    mid_seg = segs[marks[1][4]]
+    assert mid_seg.words[marks[1][3]].value == 'hayakoe'
+    z_seg = segs[marks[2][4]]
+    assert marks[2][4] == len(segs) - 1 and marks[2][3] == len(z_seg.words)
+    assert not _uncovered(SSML, words)
+    sentences = [s.sentence for s in segs if s.sentence is not None]
+    assert SSML[sentences[-1][0]:sentences[-1][1]] == '次の文'
+
+
+def test_ssml_offsets_survive_control_characters_in_the_markup():
+    text = ' \r\n<speak>今日\x07は<mark name="m"/>晴れ\r\n</speak>'
+    segs, words = _words(text)
+    _check(text, segs)
+    assert [w.value for w in words] == ['今日', 'は', '晴れ']
+    (mark,) = segs[0].marks
+    assert text[mark.start:mark.end] == '<mark name="m"/>' and mark.before == 2
+
+
+@pytest.mark.parametrize('markup, problem', [
+    ('<mark/>', 'non-empty name'),
+    ('<mark name=""/>', 'non-empty name'),
+    ('<mark name="a">x</mark>', 'must be empty'),
+    ('<mark name="a"><break/></mark>', 'must be empty'),
+    ('<mark name="a" time="1s"/>', 'only a name'),
+])
+def test_bad_marks_are_refused(markup, problem):
+    with pytest.raises(InputError) as info:
+        prepare(f'<speak>こんにちは{markup}</speak>', 1000, 60)
+    assert info.value.code == 'bad_ssml' and problem in str(info.value)
+
+
+def test_words_cover_long_text_cut_into_many_segments():
+    text = ('本日の最高気温は25℃、降水確率は30%です。9時〜18時の間、3階の会議室で点検を行って'
+            'おります。お問い合わせは03-1234-5678、またはhttps://example.com/helpまで。') * 3
+    for first_morae in (0, 8):
+        segs, words = _words(text, 20, first_morae)
+        _check(text, segs)
+        assert not _uncovered(text, words)
+
+
+_ALPHABET = ('あいうえおかがきゃっーんアイウカタナヴァ漢字東京都日本語行' '0123456789０１'
+             'abcXYZ ' ',.!?、。！？「」〜~-:/%℃°¥$&+=#@()' '😀🤖\u200b\x07\t\n\r'
+             '㍻①ｶﾞⅡ髙〼々〇ゝ' '\ue000\ue001')
+_SSML_BITS = ['<break time="100ms"/>', '<mark name="m"/>', '<sub alias="エー">a</sub>',
+              '<say-as interpret-as="characters">ab</say-as>', '&amp;', '<s>文</s>',
+              '<prosody rate="slow">遅く</prosody>']
+
+
+def _random_text(rng):
+    text = ''.join(rng.choice(_ALPHABET) for _ in range(rng.randint(1, 40)))
+    if rng.random() < 0.25:
+        escaped = text.replace('&', '&amp;').replace('<', '&lt;')
+        body = ''.join(rng.choice([escaped[:5], escaped[5:], rng.choice(_SSML_BITS)])
+                       for _ in range(4))
+        text = '<speak>' + body + '</speak>'
+    return text
+
+
+def test_random_text_never_raises_and_keeps_the_invariants():
+    rng = random.Random(25)
+    deadline = time.monotonic() + 40.0
+    done = 0
+    while done < 3000 and time.monotonic() < deadline:
+        text = _random_text(rng)
+        try:
+            _, segs = prepare(text, 10 ** 4, rng.choice([4, 10, 60]), rng.choice([0, 8]))
+        except InputError:
+            done += 1
+            continue
+        _check(text, segs)
+        done += 1
+    assert done >= 1000
