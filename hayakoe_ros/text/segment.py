@@ -53,39 +53,6 @@ class Boundary(str, enum.Enum):
 
 
 @dataclasses.dataclass(frozen=True)
-class Word:
-    """One word of the caller's text, as a segment speaks it.
-
-    Attributes:
-        start: Offset of its first character in the text exactly as the caller sent it.
-        end: One past its last character.
-        value: ``text[start:end]``: the caller's spelling (``"10:30"``).
-        phonemes: Open JTalk's phonemes of what is said for it (no ``pau``/``sil``).
-    """
-
-    start: int
-    end: int
-    value: str
-    phonemes: tuple = ()
-
-
-@dataclasses.dataclass(frozen=True)
-class SsmlMark:
-    """An SSML ``<mark name="..."/>``: its name, the tag's span, and where it falls.
-
-    Attributes:
-        name: The ``name`` attribute.
-        start: Offset of the tag in the SSML string; ``end``: one past it.
-        before: Index of the segment's word it precedes (``len(words)``: the segment's end).
-    """
-
-    name: str
-    start: int
-    end: int
-    before: int
-
-
-@dataclasses.dataclass(frozen=True)
 class Segment:
     """One unit of synthesis.
 
