@@ -119,10 +119,12 @@ class Playout:
             counted in ``stats.stamps_out_of_range`` and named in
             :attr:`last_stamp_issue`. Pacing publishers (``tts_node``) stay well inside
             0.5 s; SSML breaks arrive as late as they are stamped.
+        utterances: The utterances announced by start marks and those cut
+            (:class:`~.cut.Utterances`); a new record when None.
     """
 
     def __init__(self, device_rate: int, volume: float = 1.0, buffer_s: float = 0.0,
-                 max_ahead_s: float = 2.0) -> None:
+                 max_ahead_s: float = 2.0, utterances: Optional[Utterances] = None) -> None:
         self.device_rate = int(device_rate)
         self.volume = float(volume)
         self.buffer_s = float(buffer_s)
@@ -134,7 +136,8 @@ class Playout:
         # utterance the chunk belongs to (see .cut), None when unknown; stamp the chunk's
         # (None for a resampler's tail and a fade).
         self._blocks: collections.deque = collections.deque()
-        self._utterances = Utterances()    # producers only, under _producer
+        # Producers only, under _producer; a Player shares one across its streams.
+        self._utterances = utterances if utterances is not None else Utterances()
         self._run_tag: Optional[float] = None  # utterance of the last chunk pushed
         self._fade_end = 0                 # end frame of the last cut's fade
         self._frame = 0                    # next frame the device will render
