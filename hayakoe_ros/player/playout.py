@@ -292,21 +292,18 @@ class Playout:
             self._utterances.begin(stamp)
 
     def cut(self, start: Optional[float], end: float, approx_start: float = 0.0) -> float:
-        """Cut an utterance short: drop what is not rendered of it, ending in a fade.
+        """Cut an utterance short: drop what the device has not rendered of it.
 
-        The samples of the utterance that the device has not yet rendered are dropped;
-        the next :data:`~.cut.FADE_S` of them are kept, faded to zero by a raised
-        cosine, so the sound ends without a click right where the device is. Its chunks
-        that arrive later are dropped too. A chunk that arrives next starts a new run (at
-        its stamp, after the fade at the earliest). The fade is made here, under the
-        timeline's lock, never in the device callback.
+        The first :data:`~.cut.FADE_S` of those samples are kept, faded to zero (a raised
+        cosine, made here under the timeline's lock, never in the device callback), so
+        the sound ends without a click where the device is; its later chunks are
+        dropped; the next chunk starts a new run, at its stamp.
 
         Args:
-            start: Stamp of its first chunk (its ``start`` mark; s, publisher's clock), or
-                None when no start mark was received.
-            end: Stamp right after its last published sample (its ``end`` mark; s).
-            approx_start: With ``start`` None: chunks stamped from here to ``end`` are
-                taken as its own (unless a later start mark claims them).
+            start: Its start mark's stamp (s, publisher's clock), or None without one.
+            end: Its end mark's stamp (s): right after its last published sample.
+            approx_start: With ``start`` None, chunks stamped from here to ``end`` are
+                its own (unless a later start mark claims them).
 
         Returns:
             Seconds of its audio dropped (device rate), the fade excluded.
