@@ -10,7 +10,10 @@ through PortAudio (:mod:`hayakoe_ros.player.device`); the timing rules are in
 the player must share a clock (same machine, or synchronised clocks).
 
 Interfaces: subscribes ``audio`` (logs each change in its matched publishers: audio sent
-before the match is not received); publishes ``/diagnostics`` (underruns, least headroom,
+before the match is not received) and ``marks`` (``std_msgs/String``, JSON speech marks,
+same QoS): an utterance's ``end`` mark with another outcome than ``succeeded`` drops at
+once what the player still holds of it, ending in a 5 ms fade
+(:mod:`hayakoe_ros.player.cut`); publishes ``/diagnostics`` (underruns, least headroom,
 output latency, device, rates); the standard lifecycle services. At DEBUG level it logs
 every chunk's arrival against its stamp and its headroom (``--log-level
 player_node:=debug``).
@@ -23,7 +26,6 @@ import threading
 import time
 from typing import Optional
 
-import numpy as np
 from audio_common_msgs.msg import AudioStamped
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import SetParametersResult
@@ -35,17 +37,16 @@ from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackRet
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.qos_overriding_options import QoSOverridingOptions
 from rclpy.subscription import Subscription
+from std_msgs.msg import String
 
 from .node.param_spec import Apply, ParameterSpec, declare_specs
 from .node.runner import run
 from .node.status import publish_status
+from .player.decode import decode
 from .player.device import DeviceError, Player, PlayerConfig
+from .player.marks import MarkFollower, parse_mark
 
 __all__ = ['PLAYER_PARAMETERS', 'PlayerNode', 'decode', 'main']
-
-#: AudioInfo.format values (PortAudio sample formats) -> (AudioData field, full scale).
-FORMATS = {1: ('float32_data', 1.0), 2: ('int32_data', 2.0 ** 31),
-           8: ('int16_data', 32768.0), 16: ('int8_data', 128.0)}
 
 #: Period of the upkeep timer (s): ends a resampled run (plays its last ~10 ms) once no
 #: chunk has come for two periods.
@@ -86,31 +87,6 @@ _SPECS = (
 PLAYER_PARAMETERS: dict = {spec.name: spec for spec in _SPECS}
 
 
-def decode(msg: AudioStamped) -> np.ndarray:
-    """Mono float32 samples of an ``AudioStamped`` (+-1.0 full scale).
-
-    Multi-channel audio (interleaved) is averaged to mono.
-
-    Raises:
-        ValueError: unsupported format, no channels, no rate, or a length that is not a
-            whole number of frames.
-    """
-    info = msg.audio.info
-    if info.format not in FORMATS:
-        raise ValueError(f'unsupported audio format {info.format}; supported: paFloat32 (1), '
-                         'paInt32 (2), paInt16 (8), paInt8 (16)')
-    if info.channels < 1 or info.rate < 1:
-        raise ValueError(f'invalid audio info: channels={info.channels}, rate={info.rate}')
-    field, scale = FORMATS[info.format]
-    data = np.asarray(getattr(msg.audio.audio_data, field), dtype=np.float32) / scale
-    if data.size % info.channels:
-        raise ValueError(f'{data.size} samples is not a whole number of '
-                         f'{info.channels}-channel frames')
-    if info.channels > 1:
-        data = data.reshape(-1, info.channels).mean(axis=1)
-    return data.astype(np.float32, copy=False)
-
-
 class PlayerNode(LifecycleNode):
     """Lifecycle node playing ``AudioStamped`` chunks at their stamps."""
 
@@ -122,6 +98,8 @@ class PlayerNode(LifecycleNode):
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._errors = declare_specs(self, PLAYER_PARAMETERS)  # reported by on_configure
         self._sub: Optional[Subscription] = None
+        self._marks_sub: Optional[Subscription] = None
+        self._marks = MarkFollower(self._begin, self._cut)
         self._state_label = 'unconfigured'
         self._rejected = 0
         self._last_error = ''
@@ -193,6 +171,10 @@ class PlayerNode(LifecycleNode):
         qos = QoSProfile(depth=self._p('qos_depth'), history=HistoryPolicy.KEEP_LAST,
                          reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.VOLATILE)
+        # Created first: when a start mark and its chunk are both waiting, the executor
+        # takes the mark first (the first chunk then belongs to its utterance).
+        self._marks_sub = self.create_subscription(String, 'marks', self._on_mark, qos,
+                                                   callback_group=self._group)
         self._sub = self.create_subscription(
             AudioStamped, 'audio', self._on_audio, qos, callback_group=self._group,
             qos_overriding_options=QoSOverridingOptions.with_default_policies(),
@@ -259,9 +241,10 @@ class PlayerNode(LifecycleNode):
 
     def _stop_listening(self) -> None:
         self._active = False
-        if self._sub is not None:
-            self.destroy_subscription(self._sub)
-            self._sub = None
+        for sub in (self._sub, self._marks_sub):
+            if sub is not None:
+                self.destroy_subscription(sub)
+        self._sub = self._marks_sub = None
         if self._player is not None:
             self._player.close_when_played(DRAIN_TIMEOUT_S)
 
@@ -290,6 +273,28 @@ class PlayerNode(LifecycleNode):
 
     def prepare_shutdown(self) -> None:
         """Nothing to cancel: the shutdown transition plays out the queue."""
+
+    # ------------------------------------------------------------------ marks
+    def _on_mark(self, msg: String) -> None:
+        if self._player is None or not self._active:
+            return
+        try:
+            line = self._marks.on_mark(parse_mark(msg.data))
+        except ValueError as exc:
+            self._last_error = f'bad speech mark: {exc}'
+            self.get_logger().warning(f'speech mark ignored: {exc}',
+                                      throttle_duration_sec=5.0)
+            return
+        if line:
+            self.get_logger().debug(line)
+
+    def _begin(self, stamp: float) -> None:
+        if self._player is not None:
+            self._player.begin(stamp)
+
+    def _cut(self, start: Optional[float], end: float, approx_start: float) -> float:
+        player = self._player
+        return player.cut(start, end, approx_start) if player is not None else 0.0
 
     # ------------------------------------------------------------------ audio
     def _on_audio(self, msg: AudioStamped) -> None:
@@ -353,6 +358,8 @@ class PlayerNode(LifecycleNode):
                           xruns=player.xruns, chunks=stats.chunks,
                           resampled_chunks=stats.resampled,
                           stamps_out_of_range=stats.stamps_out_of_range,
+                          cut_utterances=stats.cuts, cut_dropped_s=f'{stats.dropped_s:.3f}',
+                          cut_late_chunks=stats.dropped_chunks,
                           queued_s=f'{player.queued_s:.3f}')
         status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
         if player is None:

@@ -7,6 +7,7 @@ the test publishes stamped audio). The recording must be the published audio on 
 stamps' timeline: no chunk lost, no gap beyond the stamped pauses, no underrun.
 """
 
+import json
 import sys
 import time
 
@@ -419,4 +420,112 @@ def test_deactivate_answers_at_once_and_the_audio_still_plays_out(pulse, ros_cli
         assert_heard_to_the_end(heard, ref, lag)
     finally:
         ros_client.node.destroy_publisher(pub)
+        player.stop()
+
+
+def _mark(kind, stamp_ns, time_ms, value=''):
+    sec, nanosec = divmod(stamp_ns, 1_000_000_000)
+    return String(data=json.dumps({'utterance': 'u1', 'type': kind, 'time': time_ms,
+                                   'stamp': {'sec': sec, 'nanosec': nanosec},
+                                   'value': value, 'start': 0, 'end': 0}))
+
+
+def test_a_canceled_utterance_stops_at_once_without_a_click(pulse, ros_client):
+    """An end mark 'canceled' while 0.3 s are held: the sound stops a device latency after.
+
+    A steady 440 Hz tone, stamped as tts_node stamps (first chunk at now, then
+    contiguous), published 0.3 s ahead of its stamps; its start mark first. The sound
+    must stop within the device's latency + 10 ms of the end mark's arrival (not 0.3 s
+    later) and with no step larger than the tone's own.
+    """
+    from ros_utils import new_namespace
+
+    ns = new_namespace()
+    player = start_player(pulse, ns)
+    pub = _matched_publisher(ros_client, player, ns)
+    marks = ros_client.node.create_publisher(String, f'{ns}/marks', 100)
+    try:
+        wait_until_matched(player)
+        deadline = time.monotonic() + 10
+        while marks.get_subscription_count() < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        recording = pulse.record()
+        chunk, amplitude = 2048, 0.3
+        n = 40 * chunk  # 1.7 s, of which about 0.6 s is heard
+        tone = np.round(amplitude * 32767 * np.sin(2 * np.pi * 440 * np.arange(n) /
+                                                   SINK_RATE)).astype(np.int16)
+        clock = ros_client.node.get_clock()
+        t0_ns = clock.now().nanoseconds
+        marks.publish(_mark('start', t0_ns, 0))
+        t_first = time.monotonic()
+        k = 0
+        while True:  # at playback rate, 0.3 s ahead of the stamps, as tts_node paces
+            due = t_first + k * chunk / SINK_RATE - 0.3
+            if due > t_first + 0.6 - 0.3:
+                break
+            if due > time.monotonic():
+                time.sleep(due - time.monotonic())
+            publish_stamped(pub, tone[k * chunk:(k + 1) * chunk],
+                            t0_ns + int(round(k * chunk / SINK_RATE * 1e9)), chunk)
+            k += 1
+        end_ns = clock.now().nanoseconds + 50_000_000
+        marks.publish(_mark('end', end_ns, (end_ns - t0_ns) // 1_000_000, 'canceled'))
+        t_end = time.monotonic()
+        # One more chunk of it, after its end mark (another topic may deliver it late).
+        publish_stamped(pub, tone[k * chunk:(k + 1) * chunk],
+                        t0_ns + int(round(k * chunk / SINK_RATE * 1e9)), chunk)
+        held_s = k * chunk / SINK_RATE - (t_end - t_first)
+        values = {}
+        deadline = time.monotonic() + 10
+        while int(values.get('cut_late_chunks', 0)) < 1 and time.monotonic() < deadline:
+            values = {kv.key: kv.value for kv in ros_client.diagnostics(player).values}
+        while (recording.path.stat().st_size // 2 <
+               (t_end - recording.t0 + 0.8) * SINK_RATE and time.monotonic() < deadline):
+            time.sleep(0.05)  # the recorder writes as the sink plays
+        heard = recording.stop()
+        first, last = loud_extent(heard)
+        latency = float(values['output_latency_s'])
+        # The first chunk was heard buffer + latency after it arrived, the last sample
+        # latency + fade after the end mark arrived: no clock of the recording needed.
+        stop_after_mark = (last - first) / SINK_RATE - (t_end - t_first) + 0.1 + latency
+        window = heard[max(first, last - 4800):last + 4800]
+        own_step = amplitude * 2 * np.pi * 440 / SINK_RATE
+        largest = float(np.max(np.abs(np.diff(window))))
+        print(f'cut: sound stopped {stop_after_mark * 1e3:.1f} ms after the end mark '
+              f'(device latency {latency * 1e3:.1f} ms, {held_s:.3f} s held); largest '
+              f'step at the cut {largest:.4f} (the tone: {own_step:.4f}); player: {values}')
+        assert held_s > 0.25
+        # The chunk sent after the end mark, and any sent before it that came after it.
+        assert values['cut_utterances'] == '1' and int(values['cut_late_chunks']) >= 1, values
+        assert float(values['cut_dropped_s']) > 0.15, values
+        assert stop_after_mark <= latency + 0.010, stop_after_mark
+        assert largest <= own_step + 2 / 32768, (largest, own_step)
+        assert not np.any(np.abs(heard[last + 1:]) > SILENCE)
+    finally:
+        ros_client.node.destroy_publisher(pub)
+        ros_client.node.destroy_publisher(marks)
+        player.stop()
+
+
+def test_a_bad_speech_mark_is_a_warning_and_the_player_plays_on(pulse, ros_client):
+    from ros_utils import new_namespace
+
+    ns = new_namespace()
+    player = start_player(pulse, ns)
+    pub = _matched_publisher(ros_client, player, ns)
+    marks = ros_client.node.create_publisher(String, f'{ns}/marks', 100)
+    try:
+        wait_until_matched(player)
+        deadline = time.monotonic() + 10
+        while marks.get_subscription_count() < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        marks.publish(String(data='{not json'))
+        player.wait_for_log('speech mark ignored: not JSON', 20)
+        samples = noise_utterance(SINK_RATE, 0.3, 6)
+        n = publish_stamped(pub, samples, ros_client.node.get_clock().now().nanoseconds)
+        values = player_diagnostics(ros_client, player, chunks=n)
+        assert values['chunks'] == str(n) and values['cut_utterances'] == '0', values
+    finally:
+        ros_client.node.destroy_publisher(pub)
+        ros_client.node.destroy_publisher(marks)
         player.stop()

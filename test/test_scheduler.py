@@ -204,6 +204,107 @@ def test_interrupt_policy_cancels_the_current_utterance_only(rig):
     assert rec.chunks(urgent)[0].play_time < rec.chunks(waiting)[0].play_time
 
 
+class UncancelableHoldEngine(ToneEngine):
+    """Like ToneEngine, but a held call ignores cancels: it ends only when released.
+
+    The synthesis thread then stays inside the canceled utterance's call while others
+    arrive, so none of them can be taken meanwhile, whatever the threads' timing.
+    """
+
+    @contextlib.contextmanager
+    def cancellable(self, token):
+        yield
+
+
+def _first_chunk_order(rec, utts):
+    firsts = {}
+    with rec.lock:
+        for uid, chunk in rec.items:
+            firsts.setdefault(uid, chunk.play_time)
+    return sorted((u for u in utts), key=lambda u: firsts[u.id])
+
+
+def test_an_interrupting_burst_is_spoken_in_arrival_order_then_the_earlier_queue():
+    clock = VirtualClock()
+    engine = UncancelableHoldEngine(clock)
+    rec = Recorder()
+    sched = SpeechScheduler(engine, rec, SchedulerConfig(), clock=clock, waiter=clock.wait)
+    try:
+        engine.hold('話している')
+        speaking = submit_text(sched, 'いま話している文です。', VOICE)
+        assert engine.entered.wait(T)
+        earlier = [submit_text(sched, t, VOICE) for t in ('前の一つ目です。', '前の二つ目です。')]
+        sched.configure(queue_policy='interrupt')
+        burst = [submit_text(sched, t, VOICE)
+                 for t in ('割り込み一。', '割り込み二。', '割り込み三。', '割り込み四。')]
+        assert speaking.outcome is Outcome.CANCELED
+        assert speaking.cancel_reason is CancelReason.INTERRUPTED
+        assert sched.queue_depth == 5  # the burst and the earlier queue, less the first
+        engine.release()
+        assert all(u.wait(T) and u.outcome is Outcome.SUCCEEDED for u in burst + earlier)
+        assert _first_chunk_order(rec, burst + earlier) == burst + earlier
+        assert engine.calls[1:] == [u.text for u in burst + earlier]
+    finally:
+        engine.release()
+        sched.shutdown()
+
+
+def test_replace_drops_the_speaking_the_synthesised_ahead_and_the_waiting():
+    """Newest wins: every other utterance ends CANCELED (replaced), its outcome given once."""
+    clock = VirtualClock()
+    engine = ToneEngine(clock)
+    rec = Recorder()
+    gate = threading.Event()
+
+    def held_playback(halt, timeout):  # the first utterance plays until the test says
+        while not gate.is_set() and not halt.is_set():
+            gate.wait(0.005)
+        return clock.wait(halt, timeout)
+
+    outcomes = []
+    sched = SpeechScheduler(engine, rec, SchedulerConfig(max_queue=3), clock=clock,
+                            waiter=held_playback)
+    try:
+        engine.hold('三つ目')
+        old = [submit_text(sched, t, VOICE, on_done=lambda u: outcomes.append(u.id))
+               for t in ('一つ目です。', '二つ目です。', '三つ目です。', '四つ目です。')]
+        assert engine.entered.wait(T)  # one speaking, one synthesised ahead, one in the
+        _wait_published(rec, old[0], 1)  # engine, one waiting
+        with pytest.raises(QueueFullError):
+            submit_text(sched, '溢れます。', VOICE)
+        sched.configure(queue_policy='replace')
+        newest = submit_text(sched, '最新です。', VOICE,
+                             on_done=lambda u: outcomes.append(u.id))
+        published = {u.id: len(rec.chunks(u)) for u in old}
+        for utt in old:
+            assert utt.done and utt.outcome is Outcome.CANCELED
+            assert utt.cancel_reason is CancelReason.REPLACED
+            assert utt.error == 'replaced by a newer utterance (queue_policy=replace)'
+        _wait_for(lambda: engine.aborted == ['三つ目です。'])  # its call cut short
+        gate.set()
+        assert newest.wait(T) and newest.outcome is Outcome.SUCCEEDED
+        assert sorted(outcomes) == sorted(u.id for u in old + [newest])  # once each
+        assert {u.id: len(rec.chunks(u)) for u in old} == published  # nothing after
+        assert '四つ目です。' not in engine.calls
+    finally:
+        gate.set()
+        engine.release()
+        sched.shutdown()
+
+
+def test_replace_is_never_refused_by_max_queue(rig):
+    sched, _, engine, _, _ = rig(max_queue=0)
+    engine.hold('一つ目')
+    first = submit_text(sched, '一つ目です。', VOICE)
+    assert engine.entered.wait(T)
+    sched.configure(queue_policy='replace')
+    second = submit_text(sched, '二つ目です。', VOICE)
+    third = submit_text(sched, '三つ目です。', VOICE)
+    assert first.cancel_reason is CancelReason.REPLACED
+    assert second.done and second.cancel_reason is CancelReason.REPLACED
+    assert third.wait(T) and third.outcome is Outcome.SUCCEEDED
+
+
 def test_queue_bound_rejects_with_a_clear_error_and_drops_nothing(rig):
     sched, _, engine, _, _ = rig(max_queue=1)
     engine.hold('一つ目')
@@ -285,7 +386,10 @@ def test_control_characters_are_stripped(rig):
 def test_queue_policy_accepts_the_strings_and_rejects_others_by_name():
     assert SchedulerConfig(queue_policy='enqueue').validated().queue_policy \
         is QueuePolicy.ENQUEUE
-    with pytest.raises(ValueError, match="one of: enqueue, interrupt; got 'random'"):
+    assert SchedulerConfig(queue_policy='replace').validated().queue_policy \
+        is QueuePolicy.REPLACE
+    with pytest.raises(ValueError,
+                       match="one of: enqueue, interrupt, replace; got 'random'"):
         SchedulerConfig(queue_policy='random').validated()
 
 

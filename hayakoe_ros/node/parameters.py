@@ -114,7 +114,9 @@ _SPECS = (
     # --- scheduling (live) ---
     ParameterSpec('queue_policy', _SCHED.queue_policy.value,
                   "'enqueue': utterances wait in FIFO order; 'interrupt': a new utterance "
-                  'cancels the one speaking and is spoken next.',
+                  'cancels the one speaking and is spoken next (after other interrupting '
+                  "ones not yet started), the rest waiting on; 'replace': a new utterance "
+                  'cancels the one speaking and every one waiting (newest wins).',
                   choices=_choices(QueuePolicy)),
     ParameterSpec('max_queue', _SCHED.max_queue,
                   'Utterances that may wait behind the one speaking; more '

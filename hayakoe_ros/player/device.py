@@ -19,6 +19,7 @@ from typing import Callable, Optional, Union
 
 import numpy as np
 
+from .cut import Utterances
 from .playout import Playout, PlayoutStats
 
 
@@ -84,6 +85,8 @@ class Player:
         self._base = PlayoutStats()  # counters of the streams already closed
         self._submitted = 0  # chunks submitted, ever: a pending close sees new audio
         self._closer: Optional[threading.Thread] = None
+        # Start marks come before the first chunk opens a stream: kept across streams.
+        self._utterances = Utterances()
         self._device = self._resolve(config.device)
 
     # ------------------------------------------------------------------ device choice
@@ -121,7 +124,7 @@ class Player:
     def _open(self, rate: int) -> None:
         self._close()
         playout = Playout(rate, self.config.volume, self.config.buffer_s,
-                          self.config.max_ahead_s)
+                          self.config.max_ahead_s, self._utterances)
 
         def callback(outdata, frames, time_info, status):
             if status.output_underflow:
@@ -181,6 +184,22 @@ class Player:
             assert playout is not None  # _open() set it or raised
             return playout.push(stamp, samples, rate, self._clock(), self.latency_s,
                                 clock_offset)
+
+    def begin(self, stamp: float) -> None:
+        """An utterance starts at ``stamp`` (its start mark; see :meth:`Playout.begin`)."""
+        with self._lock:
+            if self._playout is not None:
+                self._playout.begin(stamp)
+            else:
+                self._utterances.begin(stamp)
+
+    def cut(self, start: Optional[float], end: float, approx_start: float = 0.0) -> float:
+        """Cut an utterance short (see :meth:`Playout.cut`); seconds of audio dropped."""
+        with self._lock:
+            if self._playout is None:
+                self._utterances.cut(start, end, approx_start)
+                return 0.0
+            return self._playout.cut(start, end, approx_start)
 
     def drain(self, timeout: float) -> bool:
         """Wait (at most ``timeout`` s) until everything queued has been played.
@@ -299,4 +318,6 @@ def _add(a: PlayoutStats, b: PlayoutStats) -> PlayoutStats:
                         output_latency_s=b.output_latency_s,
                         resampled=a.resampled + b.resampled,
                         min_headroom_s=min(a.min_headroom_s, b.min_headroom_s),
-                        stamps_out_of_range=a.stamps_out_of_range + b.stamps_out_of_range)
+                        stamps_out_of_range=a.stamps_out_of_range + b.stamps_out_of_range,
+                        cuts=a.cuts + b.cuts, dropped_chunks=a.dropped_chunks + b.dropped_chunks,
+                        dropped_s=a.dropped_s + b.dropped_s)

@@ -44,6 +44,8 @@ from typing import Optional
 import numpy as np
 import soxr
 
+from .cut import Utterances, drop_cut
+
 #: Two chunks whose stamps differ from exact continuation by at most this many samples
 #: are contiguous (tts_node's stamps are exact to the nanosecond within an utterance; any
 #: larger step is a pause the publisher put there, e.g. after its own underrun, and is
@@ -75,6 +77,10 @@ class PlayoutStats:
         stamps_out_of_range: Chunks whose stamp was not believed (see
             :class:`Playout`'s ``max_ahead_s``): played as if stamped on arrival, or right
             after the audio before them.
+        cuts: Utterances cut short (:meth:`Playout.cut`).
+        dropped_chunks: Chunks of a cut utterance that arrived after its cut (dropped).
+        dropped_s: Audio of cut utterances dropped before it was rendered (s, device
+            rate), the fades' samples excluded.
     """
 
     chunks: int = 0
@@ -85,6 +91,9 @@ class PlayoutStats:
     resampled: int = 0
     min_headroom_s: float = math.inf
     stamps_out_of_range: int = 0
+    cuts: int = 0
+    dropped_chunks: int = 0
+    dropped_s: float = 0.0
 
 
 class Playout:
@@ -110,10 +119,12 @@ class Playout:
             counted in ``stats.stamps_out_of_range`` and named in
             :attr:`last_stamp_issue`. Pacing publishers (``tts_node``) stay well inside
             0.5 s; SSML breaks arrive as late as they are stamped.
+        utterances: The utterances announced by start marks and those cut
+            (:class:`~.cut.Utterances`); a new record when None.
     """
 
     def __init__(self, device_rate: int, volume: float = 1.0, buffer_s: float = 0.0,
-                 max_ahead_s: float = 2.0) -> None:
+                 max_ahead_s: float = 2.0, utterances: Optional[Utterances] = None) -> None:
         self.device_rate = int(device_rate)
         self.volume = float(volume)
         self.buffer_s = float(buffer_s)
@@ -121,7 +132,14 @@ class Playout:
         self.stats = PlayoutStats()
         self._lock = threading.Lock()      # the timeline: producer vs. device callback
         self._producer = threading.Lock()  # contiguity and the resampler: producers only
-        self._blocks: collections.deque = collections.deque()  # [start_frame, float32]
+        # [start_frame, float32 samples, tag, stamp]: tag is the start stamp of the
+        # utterance the chunk belongs to (see .cut), None when unknown; stamp the chunk's
+        # (None for a resampler's tail and a fade).
+        self._blocks: collections.deque = collections.deque()
+        # Producers only, under _producer; a Player shares one across its streams.
+        self._utterances = utterances if utterances is not None else Utterances()
+        self._run_tag: Optional[float] = None  # utterance of the last chunk pushed
+        self._fade_end = 0                 # end frame of the last cut's fade
         self._frame = 0                    # next frame the device will render
         self._ref: Optional[tuple] = None  # (frame, monotonic DAC time) of the last render
         self._end_frame = 0                # end of the last queued block
@@ -183,11 +201,16 @@ class Playout:
         # the lock the device callback needs is held only to place the result, so the
         # real-time callback never waits on libsoxr.
         with self._producer:
+            tag = self._utterances.tag(stamp, samples.size / rate, rate)
+            if self._utterances.is_cut(tag, stamp):  # arrived after its utterance's cut
+                self.stats.dropped_chunks += 1
+                return False
             gap_s = (stamp - self._prev_stamp_end if self._prev_stamp_end is not None
                      else 0.0)  # step from exact continuation, publisher's clock
             contiguous = (self._run_open and rate == self._prev_rate
                           and abs(gap_s) * rate <= CONTIGUOUS_TOL_SAMPLES)
             tail = None if contiguous else self._resampler_tail()
+            tail_tag, self._run_tag = self._run_tag, tag
             self._prev_stamp_end = stamp + samples.size / rate
             self._run_open = True
             self._prev_rate = rate
@@ -199,12 +222,13 @@ class Playout:
                         rate, self.device_rate, 1, dtype='float32', quality=RESAMPLE_QUALITY)
                 samples = self._resampler.resample_chunk(samples, last=False)
             with self._lock:
-                self._append_tail(tail)
-                return self._place(samples, stamp, gap_s, contiguous, resampled, now,
-                                   latency_s, clock_offset)
+                self._append_tail(tail, tail_tag)
+                return self._place(samples, tag, stamp, gap_s, contiguous, resampled,
+                                   now, latency_s, clock_offset)
 
-    def _place(self, samples: np.ndarray, stamp: float, gap_s: float, contiguous: bool,
-               resampled: bool, now: float, latency_s: float, clock_offset: float) -> bool:
+    def _place(self, samples: np.ndarray, tag: Optional[float], stamp: float, gap_s: float,
+               contiguous: bool, resampled: bool, now: float, latency_s: float,
+               clock_offset: float) -> bool:
         """Put a chunk (at the device rate) on the timeline; True if late (``_lock`` held)."""
         self.stats.chunks += 1
         self.stats.resampled += int(resampled)
@@ -237,7 +261,8 @@ class Playout:
                 issue = (f'stamp {abs(skew):.3f} s '
                          f"{'after' if skew > 0 else 'before'} its arrival")
                 target = ready
-            start = max(int(round(target)), math.ceil(ready), earliest)
+            # Never over the fade that ended a cut utterance (at most FADE_S).
+            start = max(int(round(target)), math.ceil(ready), earliest, self._fade_end)
         if issue:
             self.stats.stamps_out_of_range += 1
         self.last_stamp_issue = issue
@@ -245,19 +270,68 @@ class Playout:
         if not contiguous:
             headroom = (start - earliest) / self.device_rate
         self.last_headroom_s = headroom
-        self._append(start, samples)
+        self._append(start, samples, tag, stamp)
         return late
 
-    def _append_tail(self, tail: Optional[np.ndarray]) -> None:
+    def _append_tail(self, tail: Optional[np.ndarray], tag: Optional[float]) -> None:
         """Queue a resampled run's held-back tail right after the run (``_lock`` held)."""
         if tail is not None:
-            self._append(max(self._end_frame, self._frame), tail)
+            self._append(max(self._end_frame, self._frame), tail, tag, None)
 
-    def _append(self, start: int, samples: np.ndarray) -> None:
+    def _append(self, start: int, samples: np.ndarray, tag: Optional[float],
+                stamp: Optional[float]) -> None:
         if samples.size:
-            self._blocks.append([start, samples])
+            self._blocks.append([start, samples, tag, stamp])
             self._end_frame = start + samples.size
             self._empty.clear()
+
+    # ------------------------------------------------------------------ marks
+    def begin(self, stamp: float) -> None:
+        """An utterance starts: its first chunk is stamped ``stamp`` (publisher's clock, s)."""
+        with self._producer:
+            self._utterances.begin(stamp)
+
+    def cut(self, start: Optional[float], end: float, approx_start: float = 0.0) -> float:
+        """Cut an utterance short: drop what the device has not rendered of it.
+
+        The first :data:`~.cut.FADE_S` of those samples are kept, faded to zero (a raised
+        cosine, made here under the timeline's lock, never in the device callback), so
+        the sound ends without a click where the device is; its later chunks are
+        dropped; the next chunk starts a new run, at its stamp.
+
+        Args:
+            start: Its start mark's stamp (s, publisher's clock), or None without one.
+            end: Its end mark's stamp (s): right after its last published sample.
+            approx_start: With ``start`` None, chunks stamped from here to ``end`` are
+                its own (unless a later start mark claims them).
+
+        Returns:
+            Seconds of its audio dropped (device rate), the fade excluded.
+        """
+        with self._producer:
+            self._utterances.cut(start, end, approx_start)
+            if self._utterances.is_cut(self._run_tag, self._prev_stamp_end):
+                self._run_open = False  # its own later chunks are dropped, not continued
+                self._resampler = None  # holds only its samples: never flushed
+            with self._lock:
+                dropped = self._drop_locked()
+            self.stats.cuts += 1
+            self.stats.dropped_s += dropped
+            return dropped
+
+    def _drop_locked(self) -> float:
+        """Drop the cut utterances' unrendered blocks, queue the fade (both locks held)."""
+        kept, fade_end, dropped = drop_cut(self._blocks, self._frame, self.device_rate,
+                                           self._utterances)
+        self._blocks = kept
+        self._end_frame = max((b[0] + b[1].size for b in kept if b[2] is not None
+                               or b[3] is not None), default=self._frame)
+        self._fade_end = max(self._fade_end, fade_end)
+        if kept:
+            self._empty.clear()
+        else:
+            self._empty.set()
+        return dropped / self.device_rate
 
     def _resampler_tail(self) -> Optional[np.ndarray]:
         """End the resampled run: the resampler's held-back tail, or None (producer lock)."""
@@ -275,7 +349,7 @@ class Playout:
             tail = self._resampler_tail()
             self._run_open = False
             with self._lock:
-                self._append_tail(tail)
+                self._append_tail(tail, self._run_tag)
 
     # ------------------------------------------------------------------ device side
     def render(self, out: np.ndarray, dac_time: float, now: float) -> None:
@@ -294,7 +368,7 @@ class Playout:
             self.stats.output_latency_s = max(0.0, dac_time - now)
             end = frame + n
             while self._blocks:
-                start, data = self._blocks[0]
+                start, data = self._blocks[0][:2]
                 if start >= end:
                     break
                 lo, hi = max(start, frame), min(start + data.size, end)

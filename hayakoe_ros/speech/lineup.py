@@ -10,7 +10,8 @@ Every transition is a method here, so no other module reads or writes that state
 
 An utterance moves ``waiting -> in flight -> gone`` (``take``, then ``finished``), or is
 removed while waiting (``remove``, a cancel), or goes back from in flight to the head of
-the line (an interrupt that restarts utterances synthesised ahead). ``close`` empties it
+the line (an interrupt that restarts utterances synthesised ahead), or is displaced by a
+``replace`` (returned by ``admit`` for the caller to cancel). ``close`` empties it
 for good: what it returns is every utterance that still needs an outcome.
 """
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import collections
 import threading
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, List, Optional, Set, Tuple
 
 from .utterance import (Attempt, QueueFullError, QueuePolicy, SchedulerClosedError,
                         Utterance)
@@ -36,6 +37,8 @@ class Lineup:
         self._waiting: collections.deque = collections.deque()
         self._in_flight: List[Utterance] = []  # taken for synthesis, not yet finished
         self._closed: Optional[str] = None  # why nothing more is admitted
+        # Interrupting utterances not yet taken: a new one goes behind them.
+        self._urgent: Set[Utterance] = set()
 
     @property
     def closed(self) -> bool:
@@ -57,14 +60,17 @@ class Lineup:
         return max(0, len(self._waiting) + active - 1)
 
     def admit(self, utt: Utterance, policy: QueuePolicy, max_queue: int,
-              refuse: Callable[[], Optional[Exception]]) -> Optional[Utterance]:
-        """Put ``utt`` in line by ``policy``; return the utterance it interrupts, if any.
+              refuse: Callable[[], Optional[Exception]]) -> List[Utterance]:
+        """Put ``utt`` in line by ``policy``; return the utterances it displaces.
 
-        ``queue``: at the end, refused when ``max_queue`` already wait behind the one
+        ``enqueue``: at the end, refused when ``max_queue`` already wait behind the one
         speaking. ``interrupt``: at the head, in place of the speaking one (returned, for
-        the caller to cancel outside this lock); utterances synthesised ahead of it go
-        back in line behind the new one, restarted as new attempts (the synthesis thread
-        may still be writing the old ones).
+        the caller to cancel outside this lock), but behind the interrupting utterances
+        that have not started yet, so that a burst of them is spoken in arrival order;
+        utterances synthesised ahead go back in line behind the interrupting ones,
+        restarted as new attempts (the synthesis thread may still be writing the old
+        ones). ``replace``: the only one in line; the speaking one and every one waiting
+        or synthesised ahead are returned (halted already), whatever ``max_queue``.
 
         Args:
             utt: The new utterance.
@@ -72,6 +78,9 @@ class Lineup:
             max_queue: Utterances that may wait behind the one speaking.
             refuse: Called under the lock; an exception it returns is raised (a failed
                 scheduler), so admission and failure cannot race.
+
+        Returns:
+            The utterances to cancel, in speaking order (empty for ``enqueue``).
 
         Raises:
             SchedulerClosedError: after :meth:`close`.
@@ -83,37 +92,64 @@ class Lineup:
                 raise error
             if self._closed is not None:
                 raise SchedulerClosedError(f'the speech scheduler is {self._closed}')
-            interrupt = policy is QueuePolicy.INTERRUPT
-            pending = self._pending_locked()
-            busy = bool(self._waiting) or any(not u.done for u in self._in_flight)
-            # An interrupting utterance takes the place of the one it cancels.
-            full = pending > max_queue if interrupt else (busy and pending >= max_queue)
-            if full:
-                raise QueueFullError(
-                    f'queue full: {pending} utterances waiting '
-                    f'(max_queue={max_queue}); nothing was dropped, try again later')
-            victim = self._interrupt_locked() if interrupt else None
-            if interrupt:
-                self._waiting.appendleft(utt)
+            if policy is QueuePolicy.REPLACE:
+                victims = self._replace_locked(utt)
             else:
-                self._waiting.append(utt)
+                victims = self._queue_locked(utt, policy is QueuePolicy.INTERRUPT,
+                                             max_queue)
             self._cv.notify_all()
-            return victim
+            return victims
 
-    def _interrupt_locked(self) -> Optional[Utterance]:
+    def _queue_locked(self, utt: Utterance, interrupt: bool,
+                      max_queue: int) -> List[Utterance]:
+        pending = self._pending_locked()
+        busy = bool(self._waiting) or any(not u.done for u in self._in_flight)
+        # An interrupting utterance takes the place of the one it cancels.
+        full = pending > max_queue if interrupt else (busy and pending >= max_queue)
+        if full:
+            raise QueueFullError(
+                f'queue full: {pending} utterances waiting '
+                f'(max_queue={max_queue}); nothing was dropped, try again later')
+        if not interrupt:
+            self._waiting.append(utt)
+            return []
+        victim, ahead = self._interrupt_locked()
+        # Behind the interrupting utterances not yet started, then those synthesised
+        # ahead (older than any waiting one), then the rest of the line.
+        head = 0
+        while head < len(self._waiting) and self._waiting[head] in self._urgent:
+            head += 1
+        for k, queued in enumerate([utt] + ahead):
+            self._waiting.insert(head + k, queued)
+        self._urgent.add(utt)
+        return [victim] if victim is not None else []
+
+    def _interrupt_locked(self) -> Tuple[Optional[Utterance], List[Utterance]]:
         # A halted utterance (canceled a moment ago, its outcome not yet given) is not
         # the one speaking: taking it as the victim would treat the one really speaking
         # as synthesised ahead and let it play on to its end.
         active = [u for u in self._in_flight if not u.done and not u.halted]
         if not active:
-            return None
+            return None, []
         current, later = active[0], active[1:]
         current.halt()  # the synthesis thread drops it at once
-        for utt in reversed(later):
+        for utt in later:
             utt.restart()
             self._in_flight.remove(utt)
-            self._waiting.appendleft(utt)
-        return current
+        return current, later
+
+    def _replace_locked(self, utt: Utterance) -> List[Utterance]:
+        # Halted here, under the lock, so the synthesis thread cannot take one of them
+        # between this admission and the caller's cancel.
+        # One halted already is being canceled by another thread: its outcome is its own.
+        victims = [u for u in list(self._in_flight) + list(self._waiting)
+                   if not u.done and not u.halted]
+        for victim in victims:
+            victim.halt()
+        self._waiting.clear()
+        self._urgent.clear()
+        self._waiting.append(utt)
+        return victims
 
     def take(self) -> Optional[Tuple[Utterance, Attempt]]:
         """Next utterance to synthesise (moved in flight) and its attempt; None once closed.
@@ -128,6 +164,7 @@ class Lineup:
             if self._closed is not None:
                 return None
             utt = self._waiting.popleft()
+            self._urgent.discard(utt)
             self._in_flight.append(utt)
             return utt, utt.attempt
 
@@ -136,6 +173,7 @@ class Lineup:
         with self._cv:
             if utt in self._waiting:
                 self._waiting.remove(utt)
+            self._urgent.discard(utt)
 
     def finished(self, utt: Utterance) -> None:
         """Forget ``utt``: it has its outcome."""
@@ -148,6 +186,7 @@ class Lineup:
         with self._cv:
             victims = list(self._waiting) + list(self._in_flight)
             self._waiting.clear()
+            self._urgent.clear()
             return victims
 
     def close(self, why: str) -> List[Utterance]:

@@ -205,9 +205,11 @@ class SpeechScheduler(Publishing):
         self._engine.check_voice(voice)
         utt = Utterance(next(self._ids), cleaned, segments, voice, float(volume),
                         self._clock(), on_done, on_chunk, key=key, source=source)
-        victim = self._line.admit(utt, cfg.queue_policy, cfg.max_queue, self._refusal)
-        if victim is not None:
-            self.cancel(victim, CancelReason.INTERRUPTED)
+        victims = self._line.admit(utt, cfg.queue_policy, cfg.max_queue, self._refusal)
+        reason = (CancelReason.REPLACED if cfg.queue_policy is QueuePolicy.REPLACE
+                  else CancelReason.INTERRUPTED)
+        for victim in victims:
+            self.cancel(victim, reason)
         return utt
 
     def cancel(self, utt: Utterance, reason: CancelReason) -> bool:

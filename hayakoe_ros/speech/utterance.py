@@ -23,8 +23,11 @@ class QueuePolicy(str, enum.Enum):
 
     #: Wait in FIFO order behind what is queued.
     ENQUEUE = 'enqueue'
-    #: Cancel the utterance speaking and be spoken next; waiting ones stay queued.
+    #: Cancel the utterance speaking and be spoken next, after other interrupting ones
+    #: not yet started (a burst keeps its arrival order); waiting ones stay queued.
     INTERRUPT = 'interrupt'
+    #: Newest wins: cancel the utterance speaking and drop every one waiting.
+    REPLACE = 'replace'
 
 
 class Outcome(str, enum.Enum):
@@ -41,6 +44,7 @@ class CancelReason(str, enum.Enum):
     CLIENT = 'canceled by the client'
     STOP = 'stopped: the queue was flushed by a stop request'
     INTERRUPTED = 'interrupted by a new utterance (queue_policy=interrupt)'
+    REPLACED = 'replaced by a newer utterance (queue_policy=replace)'
     DEACTIVATED = 'the node was deactivated (lifecycle transition)'
     SHUTDOWN = 'the node is shutting down'
 
@@ -66,8 +70,8 @@ class SchedulerConfig:
         max_lead_s: How far ahead of playback a chunk may be published (s).
         pacing: False publishes as fast as synthesis allows (benchmarks).
         max_queue: Waiting utterances (not counting the one speaking) before rejecting.
-        queue_policy: A :class:`QueuePolicy` (the plain strings ``'enqueue'`` and
-            ``'interrupt'`` are accepted and converted on validation).
+        queue_policy: A :class:`QueuePolicy` (the plain strings ``'enqueue'``,
+            ``'interrupt'`` and ``'replace'`` are accepted and converted on validation).
         max_segment_chars: Longest synthesis segment in characters.
         max_chars: Longest accepted utterance in characters.
         volume: Linear gain of the voice (1.0 = the model's own level).
