@@ -159,29 +159,26 @@ def tile_phones(spans: Sequence[tuple], length: int) -> tuple:
     """Phones that tile ``length`` samples exactly, from ``(symbol, samples)`` spans.
 
     The engines' own counts (hayakoe's frames x hop, HTS's frames x frame period) may
-    miss the audio by up to a frame (WORLD re-synthesis, a resampler's rounding); the
-    last phone absorbs the difference so that the phones always tile the audio exactly
-    (phones squeezed out entirely by a shorter audio are dropped).
+    miss the audio by up to a frame (WORLD re-synthesis, a resampler's rounding): the
+    last phone absorbs the difference, so that the phones always tile the audio exactly.
+    A phoneme given no samples stays, as an empty phone (``start == end``), so that the
+    phoneme sequence is the one the engine spoke.
 
     Args:
         spans: ``(symbol, samples)`` pairs in order, samples >= 0.
-        length: Samples of the audio the phones must tile.
+        length: Samples of the audio the phones must tile, >= 0.
 
     Returns:
-        A tuple of :class:`Phone`, empty when ``spans`` is empty or ``length`` is 0.
+        A tuple of :class:`Phone` (empty when ``spans`` is).
     """
     phones = []
     pos = 0
     for symbol, samples in spans:
-        if pos >= length:
-            break
-        end = min(length, pos + int(samples))
-        if end > pos:
-            phones.append(Phone(symbol, pos, end))
-            pos = end
+        end = min(length, pos + max(0, int(samples)))
+        phones.append(Phone(symbol, pos, end))
+        pos = end
     if phones and pos < length:
-        last = phones[-1]
-        phones[-1] = Phone(last.symbol, last.start, length)
+        phones[-1] = Phone(phones[-1].symbol, phones[-1].start, length)
     return tuple(phones)
 
 
@@ -251,12 +248,13 @@ class Engine(abc.ABC):
     def synthesize_windows(self, text: str, voice: VoiceParams) -> Iterator[AudioWindow]:
         """Synthesise one segment in windows, its first samples first (for first audio).
 
-        The default yields :meth:`synthesize_timed`'s audio as one window. An engine that can
-        compute the start of a segment before its end (hayakoe's CPU engine decodes the
-        latent in windows) yields several; their concatenation equals
+        The default yields :meth:`synthesize_timed`'s result as one window. An engine
+        that can compute the start of a segment before its end (hayakoe's CPU engine
+        decodes the latent in windows) yields several; their concatenation equals
         :meth:`synthesize`'s output to within 1e-4 of full scale, with the same length.
         The first window carries the whole segment's phones (:attr:`AudioWindow.phones`,
-        as :meth:`synthesize_timed` gives them), the later ones none. Each window is computed when the iterator is advanced, so a cancel between two
+        as :meth:`synthesize_timed` gives them), the later ones none. Each window is
+        computed when the iterator is advanced, so a cancel between two
         (:meth:`cancellable` around the iteration) stops it there.
 
         Raises:
