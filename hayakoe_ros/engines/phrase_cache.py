@@ -26,14 +26,14 @@ import json
 import logging
 import os
 import tempfile
-import re
 import threading
 from typing import Callable, Iterator, Optional
 import zipfile
 
 import numpy as np
 
-from .base import AudioWindow, Engine, Phone, VoiceParams, WrappedEngine
+from . import cache_entry
+from .base import AudioWindow, Engine, VoiceParams, WrappedEngine
 
 _LOG = logging.getLogger(__name__)
 
@@ -50,8 +50,7 @@ MAX_PAUSES = 4096
 MAX_CACHE_MB = 4096.0
 
 _MIB = 1024 * 1024
-_SUFFIX = '.npz'
-_OLD_ENTRY_RE = re.compile(r'[0-9a-f]{64}\.npy')
+_SUFFIX = cache_entry.SUFFIX
 
 
 def cache_key(engine: str, voice_name: str, model_id: str, sample_rate: int,
@@ -311,7 +310,7 @@ class CachingEngine(WrappedEngine):
                 if entry.name.endswith(_SUFFIX) and entry.is_file():
                     st = entry.stat()
                     found.append((st.st_mtime, entry.name[:-len(_SUFFIX)], st.st_size))
-                elif _OLD_ENTRY_RE.fullmatch(entry.name):
+                elif cache_entry.FORMAT_1_RE.fullmatch(entry.name):
                     try:
                         os.unlink(entry.path)
                     except OSError:
@@ -333,7 +332,7 @@ class CachingEngine(WrappedEngine):
                 return None
         path = self._path(key)
         try:
-            entry = _read_entry(path)
+            entry = cache_entry.read(path)
         except FileNotFoundError:
             with self._lock:
                 self._forget_file(key)
@@ -366,9 +365,7 @@ class CachingEngine(WrappedEngine):
         try:
             fd, tmp = tempfile.mkstemp(prefix='.tmp-', suffix=_SUFFIX, dir=self._dir)
             with os.fdopen(fd, 'wb') as f:
-                np.savez(f, audio=audio, symbols=np.array([p.symbol for p in phones], str),
-                         bounds=np.array([(p.start, p.end) for p in phones],
-                                         np.int64).reshape(-1, 2))
+                cache_entry.write(f, audio, phones)
             os.replace(tmp, self._path(key))
         except OSError as exc:
             self.write_error = f'{type(exc).__name__}: {exc}'
@@ -400,28 +397,6 @@ class CachingEngine(WrappedEngine):
         """Remove the least recently used files until they fit in the bound (``_lock`` held)."""
         while self._file_bytes > self._max_bytes and self._files:
             self._forget_file(next(iter(self._files)), remove=True)
-
-
-def _read_entry(path: str) -> tuple:
-    """``(audio, phones)`` of one entry file.
-
-    Raises:
-        ValueError: the arrays are not a float32 ``(samples,)`` audio and phones that
-            tile it (``symbols`` str ``(n,)``, ``bounds`` int64 ``(n, 2)``).
-        OSError, EOFError, KeyError, zipfile.BadZipFile: unreadable or incomplete file.
-    """
-    with np.load(path, allow_pickle=False) as z:
-        audio, symbols, bounds = z['audio'], z['symbols'], z['bounds']
-    if audio.dtype != np.float32 or audio.ndim != 1:
-        raise ValueError(f'holds {audio.dtype} {audio.shape}, not float32 (samples,)')
-    if symbols.ndim != 1 or bounds.shape != (len(symbols), 2):
-        raise ValueError(f'phones of shapes {symbols.shape} and {bounds.shape}')
-    phones = tuple(Phone(str(s), int(a), int(b)) for s, (a, b) in zip(symbols, bounds))
-    ends = [0] + [p.end for p in phones]
-    if phones and (any(p.start != e or p.end < p.start for p, e in zip(phones, ends))
-                   or ends[-1] != len(audio)):
-        raise ValueError('phones that do not tile the audio')
-    return audio, phones
 
 
 __all__ = ['CACHE_FORMAT', 'CachingEngine', 'MAX_CACHE_MB', 'cache_key']
