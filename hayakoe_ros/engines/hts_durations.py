@@ -159,21 +159,20 @@ def _specified(means: list, varis: list, frame_length: float) -> list:
         sum_mean += m
         sum_vari += v
     rho = (target - sum_mean) / sum_vari
-    frames = [1 if m + rho * v + 0.5 < 1.0 else int(m + rho * v + 0.5)
-              for m, v in zip(means, varis)]
-    total = sum(frames)
+    frames = np.array([1 if m + rho * v + 0.5 < 1.0 else int(m + rho * v + 0.5)
+                       for m, v in zip(means, varis)], dtype=np.int64)
+    mean, vari = np.array(means), np.array(varis)
+    total = int(frames.sum())
     while total != target:
+        # One frame more (or less) where that moves a state least off rho: the first such
+        # state on ties, as HTS's strict comparison picks; only states > 1 frame shrink.
         step = 1 if target > total else -1
-        best, best_off = -1, 0.0
-        for i in range(size):
-            if step < 0 and frames[i] <= 1:
-                continue
-            off = abs(rho - (frames[i] + step - means[i]) / varis[i])
-            if best < 0 or best_off > off:
-                best, best_off = i, off
-        frames[best] += step
+        off = np.abs(rho - (frames + step - mean) / vari)
+        if step < 0:
+            off[frames <= 1] = np.inf
+        frames[int(np.argmin(off))] += step
         total += step
-    return frames
+    return [int(f) for f in frames]
 
 
 def _header(text: str) -> dict:
