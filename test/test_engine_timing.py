@@ -202,7 +202,7 @@ def test_openjtalk_word_after_a_pause_starts_at_the_sound(openjtalk_engine):
 
     HTS's first state of a phoneme after a pause is its rise: the sound crosses -40 dBFS
     34-43 ms after the phone starts (measured); before the pause it likewise fades out
-    40-55 ms before the pause starts. A frame misplaced anywhere moves this by far more.
+    40-55 ms before the pause starts. A phone off by a neighbour's length falls outside.
     """
     loud = 10 ** (-40 / 20)
     found = 0
