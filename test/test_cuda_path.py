@@ -64,3 +64,20 @@ def test_pytorch_backend_synthesises_and_predicts_durations(pytorch_speaker, det
     slow = hayakoe_probe.predict_durations(pytorch_speaker, text,
                                 VoiceParams(**{**det_voice.__dict__, 'length_scale': 2.0}))
     assert slow[1].sum() > 1.8 * frames.sum()
+
+
+def test_pytorch_backend_times_its_phonemes(pytorch_speaker, det_voice):
+    """The CUDA engine's synthesis (hayakoe_internals, PyTorch branch) gives phones too."""
+    from hayakoe_ros.engines import hayakoe_internals as hk
+    from hayakoe_ros.engines.hayakoe_phonemes import phones_from_frames
+
+    feats = hk.segment_features(pytorch_speaker, 'こんにちは、世界。')
+    audio, frames = hk.synthesize_features(pytorch_speaker, feats, det_voice)
+    assert frames is not None and len(frames) == len(feats.phones)
+    phones = phones_from_frames(feats.phones, frames, hk.hop_length(pytorch_speaker),
+                                len(audio))
+    assert int(frames.sum()) * hk.hop_length(pytorch_speaker) == len(audio)
+    assert phones[0].start == 0 and phones[-1].end == len(audio)
+    assert all(a.end == b.start for a, b in zip(phones, phones[1:]))
+    assert [p.symbol for p in phones if p.symbol not in ('sil', 'pau')] == \
+        ['k', 'o', 'N', 'n', 'i', 'ch', 'i', 'w', 'a', 's', 'e', 'k', 'a', 'i']

@@ -69,6 +69,6 @@ def test_preloaded_phrase_is_spoken_from_the_cache(tiny_model_root, ros_client, 
         diff = np.abs(got[:expected.size].astype(np.int32) - expected.astype(np.int32))
         assert got.size >= expected.size and diff.max() <= 3, diff.max()
         assert not got[expected.size:].any()  # only the last chunk's zero padding
-        assert len(list(tmp_path.glob('*.npy'))) >= segments  # persisted
+        assert len(list(tmp_path.glob('*.npz'))) >= segments  # persisted
     finally:
         assert node.stop() == 0, node.log()

@@ -91,12 +91,12 @@ def test_lru_is_bounded_in_megabytes_and_evicts_the_least_recently_used(openjtal
     assert cache.size_bytes <= sum(sizes) - 1
 
 
-def test_entries_persist_across_instances_in_npy_files(openjtalk_engine, tmp_path):
+def test_entries_persist_across_instances_in_npz_files(openjtalk_engine, tmp_path):
     voice = VoiceParams()
     first = CachingEngine(Counting(openjtalk_engine), 8, str(tmp_path))
     audio = first.synthesize(PHRASES[1], voice)
     files = sorted(os.listdir(tmp_path))
-    assert files == [first.key(PHRASES[1], voice) + '.npy']  # no temporary file left
+    assert files == [first.key(PHRASES[1], voice) + '.npz']  # no temporary file left
     inner = Counting(openjtalk_engine)
     second = CachingEngine(inner, 8, str(tmp_path))  # as after a restart
     np.testing.assert_array_equal(second.synthesize(PHRASES[1], voice), audio)

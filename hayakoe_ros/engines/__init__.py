@@ -3,12 +3,12 @@
 """Speech engines: text in, float PCM and pause lengths out. No ROS imports."""
 
 from .base import (AudioWindow, CancelToken, Engine, EngineError, EngineLoadError,
-                   NothingToSpeakError, SynthesisCanceledError, UnknownStyleError,
+                   NothingToSpeakError, Phone, SynthesisCanceledError, UnknownStyleError,
                    VoiceParams)
 
 __all__ = ['AudioWindow', 'CancelToken', 'Engine', 'EngineError', 'EngineLoadError',
-           'NothingToSpeakError', 'SynthesisCanceledError', 'UnknownStyleError', 'VoiceParams',
-           'create_engine']
+           'NothingToSpeakError', 'Phone', 'SynthesisCanceledError', 'UnknownStyleError',
+           'VoiceParams', 'create_engine']
 
 
 def create_engine(engine: str, **options) -> Engine:

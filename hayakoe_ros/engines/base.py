@@ -121,11 +121,14 @@ class Phone:
     """One phoneme of a segment's audio, as the engine timed it.
 
     Attributes:
-        symbol: Open JTalk's phoneme name (``a i u e o``, devoiced ``A I U E O``, ``N``,
-            ``cl``, consonants such as ``k ky s sh``; ``pau`` at punctuation, ``sil``
-            at the segment's edges).
-        start: First sample, offset into the segment's audio as the engine returned it.
-        end: One past its last sample. A segment's phones tile its audio.
+        symbol: Open JTalk's phoneme set: ``a i u e o``, ``A I U E O`` (devoiced), ``N``,
+            ``cl``, ``k``, ``ky``, ``s``, ``sh``...; ``pau`` for a pause at punctuation,
+            ``sil`` for the silence at the segment's ends.
+        start: First sample, an offset into the segment's audio exactly as the engine
+            returned it (engine sample rate).
+        end: One past the last sample. A segment's phones tile its audio:
+            ``phones[0].start == 0``, ``phones[i].end == phones[i + 1].start`` and
+            ``phones[-1].end == len(audio)``.
     """
 
     symbol: str
@@ -142,13 +145,41 @@ class AudioWindow:
             samples of the segment (the windows, concatenated, are the segment).
         later_s: Seconds of audio of each window still to come in this segment, in order
             (empty for the last one): what a start delay must plan for.
-        phones: The whole segment's :class:`Phone` tuple, on its first window only
-            (empty when the engine gives no timing).
+        phones: The whole segment's :class:`Phone` tuple, on the first window only
+            (sample offsets into the whole segment's audio, engine rate); empty on later
+            windows and from an engine that does not time its phonemes.
     """
 
     audio: np.ndarray
     later_s: tuple = ()
     phones: tuple = ()
+
+
+def tile_phones(spans: Sequence[tuple], length: int) -> tuple:
+    """Phones that tile ``length`` samples exactly, from ``(symbol, samples)`` spans.
+
+    The engines' own counts (hayakoe's frames x hop, HTS's frames x frame period) may
+    miss the audio by up to a frame (WORLD re-synthesis, a resampler's rounding): the
+    last phone absorbs the difference, so that the phones always tile the audio exactly.
+    A phoneme given no samples stays, as an empty phone (``start == end``), so that the
+    phoneme sequence is the one the engine spoke.
+
+    Args:
+        spans: ``(symbol, samples)`` pairs in order, samples >= 0.
+        length: Samples of the audio the phones must tile, >= 0.
+
+    Returns:
+        A tuple of :class:`Phone` (empty when ``spans`` is).
+    """
+    phones = []
+    pos = 0
+    for symbol, samples in spans:
+        end = min(length, pos + max(0, int(samples)))
+        phones.append(Phone(symbol, pos, end))
+        pos = end
+    if phones and pos < length:
+        phones[-1] = Phone(phones[-1].symbol, phones[-1].start, length)
+    return tuple(phones)
 
 
 class Engine(abc.ABC):
@@ -217,11 +248,13 @@ class Engine(abc.ABC):
     def synthesize_windows(self, text: str, voice: VoiceParams) -> Iterator[AudioWindow]:
         """Synthesise one segment in windows, its first samples first (for first audio).
 
-        The default yields :meth:`synthesize`'s audio as one window. An engine that can
-        compute the start of a segment before its end (hayakoe's CPU engine decodes the
-        latent in windows) yields several; their concatenation equals
+        The default yields :meth:`synthesize_timed`'s result as one window. An engine
+        that can compute the start of a segment before its end (hayakoe's CPU engine
+        decodes the latent in windows) yields several; their concatenation equals
         :meth:`synthesize`'s output to within 1e-4 of full scale, with the same length.
-        Each window is computed when the iterator is advanced, so a cancel between two
+        The first window carries the whole segment's phones (:attr:`AudioWindow.phones`,
+        as :meth:`synthesize_timed` gives them), the later ones none. Each window is
+        computed when the iterator is advanced, so a cancel between two
         (:meth:`cancellable` around the iteration) stops it there.
 
         Raises:
@@ -230,9 +263,16 @@ class Engine(abc.ABC):
         yield self.synthesize_timed(text, voice)
 
     def synthesize_timed(self, text: str, voice: VoiceParams) -> AudioWindow:
-        """Synthesise one segment whole, with its phonemes' timing where the engine has it.
+        """Synthesise one segment whole, with the time of each phoneme.
 
-        The default gives :meth:`synthesize`'s audio and no phones.
+        The default returns :meth:`synthesize`'s audio with no phones; engines that know
+        their durations (hayakoe's duration predictor, Open JTalk's HTS duration model)
+        override it.
+
+        Returns:
+            An :class:`AudioWindow`: ``audio`` as :meth:`synthesize` returns it (float32
+            ``(samples,)``), ``later_s`` empty, ``phones`` a :class:`Phone` tuple that
+            tiles it (empty when the engine cannot time it).
 
         Raises:
             What :meth:`synthesize` raises.
@@ -353,6 +393,14 @@ class WrappedEngine(Engine):
     def synthesize(self, text: str, voice: VoiceParams) -> np.ndarray:
         """The wrapped engine's synthesis (see :meth:`Engine.synthesize`)."""
         return self._engine.synthesize(text, voice)
+
+    def synthesize_timed(self, text: str, voice: VoiceParams) -> AudioWindow:
+        """The wrapped engine's timed synthesis (see :meth:`Engine.synthesize_timed`)."""
+        return self._engine.synthesize_timed(text, voice)
+
+    def synthesize_windows(self, text: str, voice: VoiceParams) -> Iterator[AudioWindow]:
+        """The wrapped engine's windows (see :meth:`Engine.synthesize_windows`)."""
+        return self._engine.synthesize_windows(text, voice)
 
     def predict_pause(self, left: str, right: str, voice: VoiceParams) -> float:
         """The wrapped engine's pause (s)."""

@@ -20,7 +20,8 @@ from typing import Iterator, Optional, Sequence
 import numpy as np
 
 from . import hayakoe_internals as hk
-from . import hayakoe_staged, memory, openjtalk_guard, ort_cache, ort_session, windowed_decoder
+from . import hayakoe_phonemes, hayakoe_staged, memory, openjtalk_guard, ort_cache, ort_session
+from . import windowed_decoder
 from .base import (AudioWindow, CancelToken, Engine, EngineError, EngineLoadError,
                    NothingToSpeakError, SynthesisCanceledError, UnknownStyleError,
                    VoiceParams)
@@ -173,7 +174,7 @@ class HayakoeEngine(Engine):
         self._tts = tts
         self._tokenizer_dir = hk.tokenizer_dir(tts)
         self._feature_cache: collections.OrderedDict = collections.OrderedDict()
-        self._punct = hk.punctuation_ids()
+        self._punct = hayakoe_phonemes.punctuation_ids()
         self._hop = hk.hop_length(self._speaker)
         self._n_speakers = hk.speaker_count(self._speaker)
         self._sample_rate = int(self._speaker.sampling_rate)
@@ -330,10 +331,21 @@ class HayakoeEngine(Engine):
 
     def synthesize(self, text: str, voice: VoiceParams) -> np.ndarray:
         """Synthesise one segment; see :meth:`Engine.synthesize`."""
+        return self.synthesize_timed(text, voice).audio
+
+    def synthesize_timed(self, text: str, voice: VoiceParams) -> AudioWindow:
+        """Synthesise one segment whole, with its phones; see :meth:`Engine.synthesize_timed`.
+
+        The phones are the model's own durations (frames x ``hop_length``), which it
+        computes for the audio anyway: no extra cost (:mod:`.hayakoe_phonemes`). None
+        from a ``synthesizer.onnx`` exported without its durations output.
+        """
         self.check_voice(voice)
         feats = self._features(text)
         self._check_speakable(text, feats)
-        return hk.synthesize_features(self._speaker, feats, voice)
+        audio, frames = hk.synthesize_features(self._speaker, feats, voice)
+        return AudioWindow(audio, phones=hayakoe_phonemes.phones_from_frames(
+            feats.phones, frames, self._hop, len(audio)))
 
     def synthesize_windows(self, text: str, voice: VoiceParams) -> Iterator[AudioWindow]:
         """Synthesise one segment in decoder windows; see :meth:`Engine.synthesize_windows`.
@@ -343,6 +355,8 @@ class HayakoeEngine(Engine):
         first ``first_window_s`` long, each later one twice the one before). Whole
         segments (one window) without the two stages, and with ``pitch_scale`` or
         ``intonation_scale`` other than 1 (WORLD re-synthesis needs the whole segment).
+        The first window carries the segment's phones, from the first stage's durations:
+        the same as :meth:`synthesize_timed`'s.
         """
         staged = self._staged
         if staged is None or not self._first_frames or voice.pitch_scale != 1.0 \
@@ -368,7 +382,7 @@ class HayakoeEngine(Engine):
         The pause heard is decided from it in ``hayakoe_ros.speech.pauses``.
         """
         lf, rf = self._features(left), self._features(right)
-        left_runs = hk.punctuation_runs(lf.phones, self._punct)
+        left_runs = hayakoe_phonemes.punctuation_runs(lf.phones, self._punct)
         if not left_runs:
             return 0.0
         predicted = hk.pair_durations(self._speaker, lf, rf, voice)

@@ -17,11 +17,14 @@ from __future__ import annotations
 import os
 import dataclasses
 import inspect
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 import numpy as np
 
 from .base import VoiceParams
+# Symbol-table helpers (no private API): they live in hayakoe_phonemes, and are still
+# found here by the callers that always looked for them here.
+from .hayakoe_phonemes import punctuation_ids, punctuation_runs  # noqa: F401
 
 #: hayakoe versions this module was written and tested against (``major.minor``).
 TESTED_VERSIONS = ('1.3',)
@@ -49,8 +52,10 @@ def check_compatible() -> None:
     need(speaker_mod.Speaker, '_synthesize_one', 'Speaker')
     need(speaker_mod.Speaker, '_get_style_vector', 'Speaker')
     for attr in ('_preprocess_nlp', '_batch_bert_onnx', '_batch_bert_pytorch',
-                 '_synthesize_one_with_features'):
+                 '_synthesize_one_with_features', '_build_timings'):
         need(speaker_mod.Speaker, attr, 'Speaker')
+    if 'duration=frames * hop_length / sr' not in inspect.getsource(speaker_mod.Speaker):
+        problems.append('Speaker._build_timings no longer times phonemes as frames x hop')
     need(tts_mod.TTS, '_init_bert', 'TTS')
     need(text_preprocess, 'prepare_phone_sequences', 'hayakoe.models.text_preprocess')
     need(boundary_pauses, 'find_boundary_punct_positions', 'hayakoe.models.boundary_pauses')
@@ -337,17 +342,27 @@ def segment_features(speaker, text: str) -> SegmentFeatures:
 
 
 def synthesize_features(speaker, features: SegmentFeatures, voice: VoiceParams
-                        ) -> np.ndarray:
-    """Synthesise a segment from its :class:`SegmentFeatures`: float32 ``(samples,)``.
+                        ) -> tuple[np.ndarray, Optional[np.ndarray]]:
+    """Synthesise a segment from its :class:`SegmentFeatures`, with frames per phoneme.
 
     Same computation as ``Speaker._synthesize_one`` (here ``_synthesize_one_with_features``,
     hayakoe's multi-sentence path), without computing BERT again.
+
+    Returns:
+        ``(audio, frames)``: float32 ``(samples,)``, and float64 ``(len(phones),)``
+        frames of ``hop_length`` samples per phoneme id (read back from the timings
+        hayakoe builds from the model's durations, in seconds), or None when the model
+        gave no durations (an old ``synthesizer.onnx``).
     """
     style_vec = speaker._get_style_vector(voice.style, voice.style_weight)
     with speaker._gen_lock:
-        audio, _ = speaker._synthesize_one_with_features(
+        audio, timings = speaker._synthesize_one_with_features(
             features.nlp, features.bert, style_vec, synthesis_params(voice))
-    return np.asarray(audio, dtype=np.float32).reshape(-1)
+    frames = None
+    if timings:
+        per_second = speaker._hps.data.sampling_rate / speaker._hps.data.hop_length
+        frames = np.rint([t.duration * per_second for t in timings])
+    return np.asarray(audio, dtype=np.float32).reshape(-1), frames
 
 
 def pair_durations(speaker, left: SegmentFeatures, right: SegmentFeatures,
@@ -423,30 +438,6 @@ def run_duration_predictor(speaker, ids: list, tones: list, langs: list, bert,
             noise_scale_w=voice.noise_w,
         ).cpu().numpy()
     return list(ids), np.asarray(frames, dtype=np.float64).reshape(-1)
-
-
-def punctuation_ids() -> frozenset:
-    """Ids of the punctuation phonemes (``! ? … , . ' -``) in hayakoe's symbol table."""
-    from hayakoe.nlp.symbols import PUNCTUATIONS, SYMBOLS
-
-    return frozenset(SYMBOLS.index(p) for p in PUNCTUATIONS if p in SYMBOLS)
-
-
-def punctuation_runs(ids: Sequence[int], punct: frozenset) -> list:
-    """Index of the last phoneme of each run of punctuation (runs may hold blanks, id 0).
-
-    Same merging rule as hayakoe's ``find_boundary_punct_positions`` ("!?" is one boundary),
-    extended to every punctuation phoneme so clause marks (、 -> ``,``) count too.
-    """
-    runs: list = []
-    for i, p in enumerate(ids):
-        if p not in punct:
-            continue
-        if runs and all(ids[j] == 0 for j in range(runs[-1] + 1, i)):
-            runs[-1] = i
-        else:
-            runs.append(i)
-    return runs
 
 
 def hop_length(speaker) -> int:

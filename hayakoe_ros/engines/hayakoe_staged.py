@@ -17,7 +17,7 @@ import os
 from typing import Callable, Iterator, Optional
 
 from . import hayakoe_internals as hk
-from . import ort_session, windowed_decoder
+from . import hayakoe_phonemes, ort_session, windowed_decoder
 from .base import AudioWindow, VoiceParams
 from .decoder_split import SplitError
 
@@ -82,15 +82,21 @@ def decode_windows(speaker, staged: windowed_decoder.StagedSynthesizer,
     Windows per :func:`.windowed_decoder.window_plan` (``first_frames``, then doubling);
     each is decoded when the iterator is advanced, holding hayakoe's model lock for that
     run only. The concatenation equals hayakoe's whole-segment output (pitch and
-    intonation at 1: the caller's condition).
+    intonation at 1: the caller's condition). The first window carries the segment's
+    phones (:func:`.hayakoe_phonemes.phones_from_frames` of the first stage's durations,
+    over the latent's ``frames x hop`` samples: the segment's length).
     """
     feed = hk.synthesizer_feed(speaker, features, voice)
     lock = hk.synthesis_lock(speaker)
     with lock:
-        z, g, _ = staged.first_stage(feed)
-    plan = windowed_decoder.window_plan(int(z.shape[2]), staged.hop, first_frames)
+        z, g, durations = staged.first_stage(feed)
+    frames = int(z.shape[2])
+    phones = hayakoe_phonemes.phones_from_frames(
+        features.phones, None if durations is None else durations.reshape(-1), staged.hop,
+        frames * staged.hop)
+    plan = windowed_decoder.window_plan(frames, staged.hop, first_frames)
     seconds = [(hi - lo) / sample_rate for lo, hi in plan]
     for i, (lo, hi) in enumerate(plan):
         with lock:
             audio = staged.decode(z, g, lo, hi)
-        yield AudioWindow(audio, tuple(seconds[i + 1:]))
+        yield AudioWindow(audio, tuple(seconds[i + 1:]), phones if i == 0 else ())

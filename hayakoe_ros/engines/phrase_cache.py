@@ -4,7 +4,9 @@
 
 Robots say the same phrases again and again. :class:`CachingEngine` memoises
 ``synthesize(text, voice)`` in an LRU bounded in megabytes, optionally persisted as one
-``.npy`` file per entry, so that a repeated segment costs no synthesis. The key is a
+``.npz`` file per entry, so that a repeated segment costs no synthesis. An entry is the
+segment's audio and its phones (:class:`~hayakoe_ros.engines.base.Phone`, as the engine
+timed them: a hit is timed like a miss). The key is a
 SHA-256 of everything that changes the audio: engine name, voice name, model identity
 (:attr:`~hayakoe_ros.engines.Engine.model_id`: the model files' names, sizes and mtimes
 for hayakoe; the HTS voice and pyopenjtalk version for Open JTalk), output sample rate,
@@ -26,15 +28,20 @@ import os
 import tempfile
 import threading
 from typing import Callable, Iterator, Optional
+import zipfile
 
 import numpy as np
 
+from . import cache_entry
 from .base import AudioWindow, Engine, VoiceParams, WrappedEngine
 
 _LOG = logging.getLogger(__name__)
 
 #: Bumped when the key or file format changes: older files are then never used.
-CACHE_FORMAT = 1
+#: 2: ``.npz`` entries with the phones (format 1 was the audio alone, one ``.npy`` each:
+#: such files are removed when a directory is scanned, and their segments synthesised
+#: again once, with their phones).
+CACHE_FORMAT = 2
 
 #: Pause predictions remembered (a float each; far below any audio entry's size).
 MAX_PAUSES = 4096
@@ -43,7 +50,7 @@ MAX_PAUSES = 4096
 MAX_CACHE_MB = 4096.0
 
 _MIB = 1024 * 1024
-_SUFFIX = '.npy'
+_SUFFIX = cache_entry.SUFFIX
 
 
 def cache_key(engine: str, voice_name: str, model_id: str, sample_rate: int,
@@ -177,61 +184,83 @@ class CachingEngine(WrappedEngine):
         with self._lock:
             return key in self._entries or (self._dir is not None and key in self._files)
 
-    def _lookup(self, key: str) -> Optional[np.ndarray]:
-        """A fresh copy of the audio held for ``key`` (memory, then disk), or None."""
+    def _lookup(self, key: str) -> Optional[AudioWindow]:
+        """A fresh copy of the audio held for ``key`` with its phones (memory, then disk).
+
+        None on a miss.
+        """
         with self._lock:
-            audio = self._entries.get(key)
-            if audio is not None:
+            entry = self._entries.get(key)
+            if entry is not None:
                 self._entries.move_to_end(key)
                 self.hits += 1
-                return audio.copy()
-        audio = self._load(key)
-        if audio is not None:
+                return AudioWindow(entry[0].copy(), phones=entry[1])
+        entry = self._load(key)
+        if entry is not None:
             with self._lock:
                 self.hits += 1
-                self._remember(key, audio)
-            return audio.copy()
+                self._remember(key, *entry)
+            return AudioWindow(entry[0].copy(), phones=entry[1])
         return None
 
-    def _keep(self, key: str, audio: np.ndarray) -> None:
-        """Remember a miss's audio (memory LRU, and disk when persistent)."""
+    def _keep(self, key: str, audio: np.ndarray, phones: tuple) -> None:
+        """Remember a miss's audio and phones (memory LRU, and disk when persistent)."""
         with self._lock:
             self.misses += 1
-            self._remember(key, audio.copy())
-        self._store(key, audio)
+            self._remember(key, audio.copy(), phones)
+        self._store(key, audio, phones)
 
     def synthesize(self, text: str, voice: VoiceParams) -> np.ndarray:
         """Return the cached audio of ``text``, or synthesise and remember it.
+
+        A miss is synthesised with its phones (:meth:`synthesize_timed`), so that a later
+        timed call is served from the same entry.
 
         Returns:
             float32 ``(samples,)`` at :attr:`sample_rate`: a fresh copy, identical to the
             wrapped engine's output for that key. Raises what the wrapped engine raises
             (errors are not cached).
         """
+        return self.synthesize_timed(text, voice).audio
+
+    def synthesize_timed(self, text: str, voice: VoiceParams) -> AudioWindow:
+        """The cached audio of ``text`` and its phones, or the wrapped engine's, remembered.
+
+        Returns:
+            An :class:`~.base.AudioWindow`: a fresh float32 copy of the audio and the
+            phones the wrapped engine timed it with (empty when it did not). Raises what
+            the wrapped engine raises (errors are not cached).
+        """
         key = self.key(text, voice)
-        audio = self._lookup(key)
-        if audio is not None:
-            return audio
-        audio = np.ascontiguousarray(self._engine.synthesize(text, voice), dtype=np.float32)
-        self._keep(key, audio)
-        return audio
+        hit = self._lookup(key)
+        if hit is not None:
+            return hit
+        timed = self._engine.synthesize_timed(text, voice)
+        audio = np.ascontiguousarray(timed.audio, dtype=np.float32)
+        self._keep(key, audio, tuple(timed.phones))
+        return AudioWindow(audio, phones=tuple(timed.phones))
 
     def synthesize_windows(self, text: str, voice: VoiceParams) -> Iterator[AudioWindow]:
         """A hit as one window (whole, at no cost); a miss as the wrapped engine's windows.
 
-        A miss is remembered whole once its last window has come (an abandoned or failed
-        one is not). Raises what the wrapped engine raises.
+        A hit's window carries the phones stored with it; a miss's windows are the
+        wrapped engine's (its first carries the phones). A miss is remembered whole once
+        its last window has come (an abandoned or failed one is not). Raises what the
+        wrapped engine raises.
         """
         key = self.key(text, voice)
-        audio = self._lookup(key)
-        if audio is not None:
-            yield AudioWindow(audio)
+        hit = self._lookup(key)
+        if hit is not None:
+            yield hit
             return
-        parts = []
+        parts: list = []
+        phones: tuple = ()
         for window in self._engine.synthesize_windows(text, voice):
+            if not parts:
+                phones = tuple(window.phones)
             parts.append(np.asarray(window.audio, dtype=np.float32))
             if not window.later_s:
-                self._keep(key, np.ascontiguousarray(np.concatenate(parts)))
+                self._keep(key, np.ascontiguousarray(np.concatenate(parts)), phones)
             yield window
 
     def predict_pause(self, left: str, right: str, voice: VoiceParams) -> float:
@@ -249,15 +278,18 @@ class CachingEngine(WrappedEngine):
                 self._pauses.popitem(last=False)
         return pause
 
-    def _remember(self, key: str, audio: np.ndarray) -> None:
-        """Put ``audio`` in the memory LRU, evicting the least recently used (lock held)."""
+    def _remember(self, key: str, audio: np.ndarray, phones: tuple) -> None:
+        """Put an entry in the memory LRU, evicting the least recently used (lock held).
+
+        The bound counts the audio's bytes (a segment's phones are a few hundred bytes).
+        """
         if audio.nbytes > self._max_bytes or key in self._entries:
             return
         audio.setflags(write=False)
-        self._entries[key] = audio
+        self._entries[key] = (audio, phones)
         self._bytes += audio.nbytes
         while self._bytes > self._max_bytes:
-            _, old = self._entries.popitem(last=False)
+            _, (old, _) = self._entries.popitem(last=False)
             self._bytes -= old.nbytes
 
     # ------------------------------------------------------------------ persistence
@@ -266,7 +298,11 @@ class CachingEngine(WrappedEngine):
         return os.path.join(self._dir, key + _SUFFIX)
 
     def _scan(self) -> None:
-        """Index the files already in the directory, oldest first."""
+        """Index the files already in the directory, oldest first.
+
+        Entries of the earlier format (audio alone, ``<key>.npy``: no key of this format
+        names them) are removed, where the directory can be written.
+        """
         assert self._dir is not None
         found = []
         with os.scandir(self._dir) as it:
@@ -274,14 +310,19 @@ class CachingEngine(WrappedEngine):
                 if entry.name.endswith(_SUFFIX) and entry.is_file():
                     st = entry.stat()
                     found.append((st.st_mtime, entry.name[:-len(_SUFFIX)], st.st_size))
+                elif cache_entry.FORMAT_1_RE.fullmatch(entry.name):
+                    try:
+                        os.unlink(entry.path)
+                    except OSError:
+                        pass
         with self._lock:
             for _, key, size in sorted(found):
                 self._files[key] = size
                 self._file_bytes += size
             self._trim_files()
 
-    def _load(self, key: str) -> Optional[np.ndarray]:
-        """The entry's audio from disk, or None (absent; corrupt: removed, WARNING).
+    def _load(self, key: str) -> Optional[tuple]:
+        """The entry's ``(audio, phones)`` from disk, or None (absent; corrupt: removed, WARNING).
 
         The file is read with no lock held; the disk index (``_files``, ``_file_bytes``)
         is read and changed only under ``_lock``, like the memory LRU.
@@ -291,14 +332,12 @@ class CachingEngine(WrappedEngine):
                 return None
         path = self._path(key)
         try:
-            audio = np.load(path, allow_pickle=False)
-            if audio.dtype != np.float32 or audio.ndim != 1:
-                raise ValueError(f'holds {audio.dtype} {audio.shape}, not float32 (samples,)')
+            entry = cache_entry.read(path)
         except FileNotFoundError:
             with self._lock:
                 self._forget_file(key)
             return None
-        except (OSError, ValueError, EOFError) as exc:
+        except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
             _LOG.warning(f'phrase cache: removing corrupt entry {path}: '
                          f'{type(exc).__name__}: {exc}')
             with self._lock:
@@ -311,9 +350,9 @@ class CachingEngine(WrappedEngine):
         with self._lock:
             if key in self._files:
                 self._files.move_to_end(key)
-        return audio
+        return entry
 
-    def _store(self, key: str, audio: np.ndarray) -> None:
+    def _store(self, key: str, audio: np.ndarray, phones: tuple) -> None:
         """Write the entry atomically (temporary file + ``os.replace``).
 
         The first failure is logged as WARNING and ends writing (:attr:`write_error`).
@@ -326,7 +365,7 @@ class CachingEngine(WrappedEngine):
         try:
             fd, tmp = tempfile.mkstemp(prefix='.tmp-', suffix=_SUFFIX, dir=self._dir)
             with os.fdopen(fd, 'wb') as f:
-                np.save(f, audio, allow_pickle=False)
+                cache_entry.write(f, audio, phones)
             os.replace(tmp, self._path(key))
         except OSError as exc:
             self.write_error = f'{type(exc).__name__}: {exc}'

@@ -14,11 +14,12 @@ seconds, so they do not change with the rate.
 
 from __future__ import annotations
 
+from typing import Iterator, Sequence
 
 import numpy as np
 import soxr
 
-from .base import Engine, VoiceParams, WrappedEngine
+from .base import AudioWindow, Engine, VoiceParams, WrappedEngine, tile_phones
 
 #: Output rates accepted (Hz): telephone-band 8 kHz up to 192 kHz studio rates.
 MIN_OUTPUT_RATE = 8000
@@ -45,6 +46,30 @@ def resample(audio: np.ndarray, in_rate: int, out_rate: int) -> np.ndarray:
         return audio
     return soxr.resample(audio, in_rate, out_rate, quality=QUALITY).astype(np.float32,
                                                                            copy=False)
+
+
+def scale_phones(phones: Sequence, in_rate: int, out_rate: int, length: int) -> tuple:
+    """Phones timed at ``in_rate``, moved to the resampled audio of ``length`` samples.
+
+    Each boundary ``b`` becomes ``round(b * out_rate / in_rate)`` and the last phone ends
+    at ``length`` (the resampler's own rounding of the length), so the phones still tile
+    the resampled audio exactly.
+
+    Args:
+        phones: :class:`~.base.Phone` tuple tiling the audio at ``in_rate`` (may be empty).
+        in_rate: Sample rate the phones were timed at (Hz).
+        out_rate: Sample rate of the resampled audio (Hz).
+        length: Samples of the resampled audio.
+
+    Returns:
+        A :class:`~.base.Phone` tuple (empty for empty ``phones``).
+    """
+    if in_rate == out_rate:
+        return tuple(phones)
+    bounds = [round(p.start * out_rate / in_rate) for p in phones]
+    bounds.append(length)
+    return tile_phones([(p.symbol, bounds[i + 1] - bounds[i]) for i, p in enumerate(phones)],
+                       length)
 
 
 class ResampledEngine(WrappedEngine):
@@ -87,6 +112,27 @@ class ResampledEngine(WrappedEngine):
         """
         return resample(self._engine.synthesize(text, voice), self._engine.sample_rate,
                         self._rate)
+
+    def synthesize_timed(self, text: str, voice: VoiceParams) -> AudioWindow:
+        """The wrapped engine's timed segment, resampled, its phones moved to the new rate.
+
+        Returns:
+            An :class:`~.base.AudioWindow`: float32 audio as :meth:`synthesize` returns
+            it, and phones that tile it (:func:`scale_phones`). Raises what the wrapped
+            engine raises.
+        """
+        timed = self._engine.synthesize_timed(text, voice)
+        audio = resample(timed.audio, self._engine.sample_rate, self._rate)
+        return AudioWindow(audio, phones=scale_phones(timed.phones, self._engine.sample_rate,
+                                                      self._rate, len(audio)))
+
+    def synthesize_windows(self, text: str, voice: VoiceParams) -> Iterator[AudioWindow]:
+        """One window, the whole resampled segment with its phones (:meth:`synthesize_timed`).
+
+        Segments are resampled whole (the resampler is flushed at their ends), so there is
+        no first window to hand over early.
+        """
+        yield self.synthesize_timed(text, voice)
 
     def warmup(self) -> None:
         """Warm up the wrapped engine and the resampler."""
