@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import uuid
 from typing import Optional
 
 from diagnostic_msgs.msg import DiagnosticArray
@@ -40,6 +41,7 @@ from std_srvs.srv import Trigger
 from .engines import UnknownStyleError
 from .node import log_bridge
 from .node.audio_out import AudioOut
+from .node.marks_out import MarksOut
 from .node.diagnostics import Snapshot, SpeechStats, build_status, rate_values
 from .node.engine_loader import EngineLoader
 from .node.restarts import RunRecord
@@ -89,6 +91,8 @@ class TTSNode(LifecycleNode):
         self._text_sub: Optional[Subscription] = None
         self._stop_srv: Optional[Service] = None
         self._out = AudioOut(self, lambda: self._p('frame_id'))
+        self._marks = MarksOut(self, self._out.stamp_ns,
+                               lambda: self.get_clock().now().nanoseconds)
         self.finalized = threading.Event()
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._diag_group = MutuallyExclusiveCallbackGroup()
@@ -161,8 +165,9 @@ class TTSNode(LifecycleNode):
             self._scheduler = SpeechScheduler(
                 engine, self._out.publish,
                 scheduler_config(self._values(SCHEDULER_PARAMETERS)),
-                on_speaking=self._out.set_speaking)
+                on_speaking=self._out.set_speaking, on_mark=self._marks.publish)
             self._out.open(self._p('qos_depth'))
+            self._marks.open(self._p('qos_depth'))
             self._say = SayActionServer(self, self._speak_goal, self._cancel,
                                         self._out.message, self._p('qos_depth'), self._group)
             self._stop_srv = self.create_service(Trigger, 'stop', self._on_stop,
@@ -275,18 +280,20 @@ class TTSNode(LifecycleNode):
                 self.destroy_service(srv)
         self._stop_srv = None
         self._out.close()
+        self._marks.close()
         self._loader.close()
         self._out.set_speaking(False)
 
     # ------------------------------------------------------------------ speech in
-    def _submit(self, text: str, source: str, goal_rate: float = 1.0, volume: float = 1.0,
-                on_done=None, on_chunk=None) -> Utterance:
+    def _submit(self, text: str, source: str, key: str, goal_rate: float = 1.0,
+                volume: float = 1.0, on_done=None, on_chunk=None) -> Utterance:
         scheduler = self._scheduler
         if not self._active or scheduler is None:
             raise SchedulerClosedError(f'the node is {self._state_label}, not active: not '
                                        'accepting speech')
 
         def done(utt: Utterance) -> None:
+            self._marks.end(utt)  # before the goal's result: the caller may act on both
             self._record(utt, source)
             if on_done is not None:
                 on_done(utt)
@@ -295,11 +302,13 @@ class TTSNode(LifecycleNode):
         cleaned, segments = prepare(text, cfg.max_chars, cfg.max_segment_chars,
                                     cfg.first_segment_morae)
         return scheduler.submit(segments, self._voice(goal_rate=goal_rate), text=cleaned,
-                                volume=volume, on_done=done, on_chunk=on_chunk)
+                                volume=volume, on_done=done, on_chunk=on_chunk, key=key,
+                                source=text)
 
-    def _speak_goal(self, goal, on_done, on_chunk) -> Utterance:
+    def _speak_goal(self, goal, on_done, on_chunk, key: str) -> Utterance:
         try:
-            return self._submit(goal.text, 'goal', goal.rate, goal.volume, on_done, on_chunk)
+            return self._submit(goal.text, 'goal', key, goal.rate, goal.volume, on_done,
+                                on_chunk)
         except (InputError, UnknownStyleError, QueueFullError, SchedulerClosedError) as exc:
             self._stats.last_error = str(exc)
             raise
@@ -310,15 +319,20 @@ class TTSNode(LifecycleNode):
         return scheduler.cancel(utt, reason) if scheduler is not None else False
 
     def _on_text(self, msg: String) -> None:
+        # Topic texts get an id like a goal's (32 hex digits): marks and logs name it.
+        key = uuid.uuid4().hex
         try:
-            self._submit(msg.data, 'topic')
+            self._submit(msg.data, 'topic', key)
         except (InputError, UnknownStyleError, QueueFullError, SchedulerClosedError) as exc:
             self._stats.last_error = str(exc)
-            self.get_logger().warning(f'text topic: not speaking {msg.data[:40]!r}: {exc}')
+            self.get_logger().warning(f'text topic: not speaking {msg.data[:40]!r} '
+                                      f'[{key}]: {exc}')
+            self._marks.refused(key, msg.data, str(exc))
         except Exception as exc:  # an unforeseen input must not take the node down
             self._stats.last_error = f'{type(exc).__name__}: {exc}'
-            self.get_logger().error(f'text topic: failed on {msg.data[:40]!r}: '
+            self.get_logger().error(f'text topic: failed on {msg.data[:40]!r} [{key}]: '
                                     f'{self._stats.last_error}')
+            self._marks.refused(key, msg.data, self._stats.last_error)
 
     def _record(self, utt: Utterance, source: str) -> None:
         """Count an utterance's outcome and log its one line (scheduler thread)."""

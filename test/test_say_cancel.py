@@ -28,6 +28,7 @@ class StandInUtterance:
 
     def __init__(self, text, on_done):
         self.text, self.on_done = text, on_done
+        self.heard = ''
         self.outcome = self.cancel_reason = None
         self.error = ''
         self.done = False
@@ -43,7 +44,7 @@ class StandInScheduler:
         self.utterances = []
         self.queued = threading.Event()
 
-    def speak(self, goal, on_done, on_chunk):
+    def speak(self, goal, on_done, on_chunk, key):
         utt = StandInUtterance(goal.text, on_done)
         self.utterances.append(utt)
         self.queued.set()

@@ -82,12 +82,18 @@ class AudioOut:
         topic = pub.topic_name if pub is not None else 'audio'
         self._node.get_logger().info(f'{topic}: {what} ({info.current_count} now)')
 
+    def stamp_ns(self, utt, play_time: float) -> int:
+        """Node-clock ns at which scheduler-clock ``play_time`` (s) plays for ``utt``.
+
+        As ``utt``'s chunks are stamped: one clock offset per utterance.
+        """
+        return self._stamps.stamp_ns(utt.id, play_time)
+
     def message(self, utt, chunk) -> AudioStamped:
         """The message of ``chunk`` of ``utt``, built once for the topic and the feedback."""
         cached_chunk, msg = self._last_msg
         if cached_chunk is not chunk:
-            msg = chunk_to_msg(chunk, self._stamps.stamp_ns(utt.id, chunk.play_time),
-                               self._frame_id())
+            msg = chunk_to_msg(chunk, self.stamp_ns(utt, chunk.play_time), self._frame_id())
             self._last_msg = (chunk, msg)
         return msg
 

@@ -47,7 +47,7 @@ class SpeechStats:
             source: Where it came from (``topic`` or ``goal``).
 
         Returns:
-            ``utterance <id> (<source>) '<first 20 characters>': <n> segment(s), <s> s
+            ``utterance <n> (<source> <id>) '<first 20 characters>': <n> segment(s), <s> s
             audio, TTFA <s> s (start delay <s> s), RTF <x>, <n> underrun(s): <outcome>``
             and the reason when it did not succeed.
         """
@@ -66,7 +66,8 @@ class SpeechStats:
         head = utt.text[:20] + ('…' if len(utt.text) > 20 else '')
         ttfa = f'{utt.ttfa_s:.3f} s' if utt.ttfa_s is not None else '-'
         rtf = f'{utt.rtf:.3f}' if utt.rtf is not None else '-'
-        line = (f'utterance {utt.id} ({source}) {head!r}: {len(utt.segments)} segment(s), '
+        line = (f'utterance {utt.id} ({source} {utt.key}) {head!r}: '
+                f'{len(utt.segments)} segment(s), '
                 f'{utt.audio_s:.2f} s audio, TTFA {ttfa} (start delay '
                 f'{utt.start_delay_s:.3f} s), RTF {rtf}, {utt.underruns} underrun(s): '
                 f'{utt.outcome.value}')

@@ -82,7 +82,8 @@ class SayActionServer:
 
     Args:
         node: The node that owns the server.
-        speak: ``speak(goal, on_done, on_chunk) -> Utterance``: validate and queue a goal.
+        speak: ``speak(goal, on_done, on_chunk, key) -> Utterance``: validate and queue a
+            goal; ``key`` is the goal's UUID as 32 lowercase hex digits.
             Raises ``ValueError``/``RuntimeError`` subclasses with the reason to abort with.
         cancel: ``cancel(utterance, reason) -> bool``: cancel an utterance (synchronous: no
             chunk of it is published after it returns); False when it had already
@@ -212,7 +213,7 @@ class SayActionServer:
                 try:
                     record.utterance = self._speak(
                         goal_handle.request, self._completer(record),
-                        self._on_chunk(goal_handle))
+                        self._on_chunk(goal_handle), bytes(goal_handle.goal_id.uuid).hex())
                 except (ValueError, RuntimeError) as exc:
                     error = str(exc)
                 except Exception as exc:  # an unforeseen input must not take the node down
@@ -229,11 +230,12 @@ class SayActionServer:
             goal_handle.succeed()
             return TTS.Result(text=utt.text)
         if utt.cancel_reason is CancelReason.CLIENT:
-            return await self._end_canceled(goal_handle)
+            # What the person heard before the barge-in: the words whose audio was out.
+            return await self._end_canceled(goal_handle, utt.heard)
         goal_handle.abort()
         return TTS.Result(text=f'error: {utt.error}')
 
-    async def _end_canceled(self, goal_handle) -> TTS.Result:
+    async def _end_canceled(self, goal_handle, heard: str = '') -> TTS.Result:
         # The server moves the goal to CANCELING right after the cancel callback returns,
         # in the cancel request's task; this coroutine may resume a moment before that.
         # rclpy has no event for the transition: look again every CANCEL_STATE_POLL_S on
@@ -245,4 +247,4 @@ class SayActionServer:
             goal_handle.canceled()
         else:
             goal_handle.abort()
-        return TTS.Result(text='')
+        return TTS.Result(text=heard)

@@ -1,0 +1,189 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""Speech marks and what was heard, from a real tts_node over the rmw (Open JTalk voice).
+
+Open JTalk speaks real Japanese, so a word's mark can be checked against the sound in
+the published PCM; the hayakoe path is checked on the tiny model (the phonemes of a
+segment tile its audio) in test_engine_timing.py and, through the scheduler, in
+test_speech_marks.py.
+"""
+
+import json
+import threading
+import time
+
+import numpy as np
+import pytest
+from action_msgs.msg import GoalStatus
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from std_msgs.msg import String
+
+from ros_utils import NodeProcess, send_goal, wait_future
+
+pytestmark = pytest.mark.ros
+
+RATE = 48000  # Open JTalk
+TEXT = '10:30に出発します。今日は、いい天気ですね。'
+
+
+class MarkRecorder:
+    """Every JSON mark on a ``marks`` topic, by utterance, in arrival order."""
+
+    def __init__(self, client, topic):
+        self.marks: list = []
+        self.lock = threading.Lock()
+        self.sub = client.node.create_subscription(
+            String, topic, self._on, QoSProfile(depth=1000,
+                                                reliability=ReliabilityPolicy.RELIABLE))
+
+    def _on(self, msg):
+        with self.lock:
+            self.marks.append(json.loads(msg.data))
+
+    def of(self, utterance=None, kind=None):
+        with self.lock:
+            return [m for m in self.marks if (utterance is None or m['utterance'] == utterance)
+                    and (kind is None or m['type'] == kind)]
+
+    def wait_end(self, utterance=None, timeout=60.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ends = self.of(utterance, 'end')
+            if ends:
+                return ends[-1]
+            time.sleep(0.02)
+        raise AssertionError(f'no end mark for {utterance}')
+
+
+def ns(stamp):
+    return stamp['sec'] * 1_000_000_000 + stamp['nanosec']
+
+
+def header_ns(msg):
+    return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+
+
+@pytest.fixture(scope='module')
+def ojt_node():
+    node = NodeProcess({'engine': 'openjtalk'})
+    yield node
+    assert node.stop() == 0, node.log()
+
+
+@pytest.fixture
+def listen(ojt_node, ros_client):
+    rec = ros_client.audio_recorder(ojt_node.topic('audio'), node=ojt_node)
+    marks = MarkRecorder(ros_client, ojt_node.topic('marks'))
+    ros_client.wait_for_subscribers(ojt_node.topic('audio'))
+    deadline = time.monotonic() + 10
+    while marks.sub.get_publisher_count() < 1 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    yield rec, marks
+    ros_client.node.destroy_subscription(rec.sub)
+    ros_client.node.destroy_subscription(marks.sub)
+
+
+@pytest.fixture
+def mark_listener(ojt_node, ros_client):
+    marks = MarkRecorder(ros_client, ojt_node.topic('marks'))
+    deadline = time.monotonic() + 10
+    while marks.sub.get_publisher_count() < 1 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    yield marks
+    ros_client.node.destroy_subscription(marks.sub)
+
+
+def onset_ms(pcm, from_ms, level_dbfs=-50.0):
+    """First time (ms) at or after ``from_ms`` where |PCM| rises above ``level_dbfs``."""
+    start = int(from_ms * RATE / 1000)
+    loud = np.flatnonzero(np.abs(pcm[start:].astype(np.float64)) / 32768
+                          > 10 ** (level_dbfs / 20))
+    return (start + loud[0]) * 1000 / RATE
+
+
+def test_marks_of_a_topic_text_follow_its_audio(ojt_node, ros_client, listen):
+    rec, marks = listen
+    pub = ros_client.node.create_publisher(String, ojt_node.topic('text'), 10)
+    deadline = time.monotonic() + 10
+    while pub.get_subscription_count() < 1 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    pub.publish(String(data=TEXT))
+    end = marks.wait_end()
+    utt = end['utterance']
+    assert len(utt) == 32 and int(utt, 16) >= 0
+    rec.wait_quiet(quiet_s=0.5)
+    msgs = [m for _, m in rec.msgs]
+    pcm = rec.samples()
+    (start,) = marks.of(utt, 'start')
+    # The start mark carries the first chunk's stamp exactly.
+    first_ns = header_ns(msgs[0])
+    assert ns(start['stamp']) == first_ns and start['time'] == 0
+    assert (start['start'], start['end']) == (0, len(TEXT))
+    words = marks.of(utt, 'word')
+    # Offsets into the text as sent: 10:30 is one word, read ジュージサンジュップン.
+    assert words[0]['value'] == '10:30' and (words[0]['start'], words[0]['end']) == (0, 5)
+    for w in words:
+        assert TEXT[w['start']:w['end']] == w['value']
+        assert abs(ns(w['stamp']) - first_ns - w['time'] * 1_000_000) <= 1_000_000
+        assert w['duration'] > 0
+    assert [w['start'] for w in words] == sorted(w['start'] for w in words)
+    # Words after a pause (a sentence end, a comma) start where their sound does.
+    for surface in ('今日', 'いい'):
+        (w,) = [w for w in words if w['value'] == surface]
+        onset = onset_ms(pcm, w['time'] - 150)
+        assert abs(onset - w['time']) <= 40, (surface, onset, w['time'])
+    sentences = marks.of(utt, 'sentence')
+    assert [(s["start"], s["end"]) for s in sentences] == [(0, 12), (12, len(TEXT))]
+    phonemes = marks.of(utt, 'phoneme')
+    visemes = marks.of(utt, 'viseme')
+    assert {v['value'] for v in visemes} <= {'a', 'i', 'u', 'e', 'o', 'N', 'closed', 'sil'}
+    assert phonemes and all(p['duration'] >= 0 for p in phonemes)
+    # Nothing is marked after the audio's end; the end mark says it all was heard.
+    audio_ms = len(pcm) * 1000 / RATE
+    assert max(m['time'] for m in marks.of(utt) if m['type'] != 'end') <= audio_ms
+    assert end['value'] == 'succeeded' and end['heard'] == TEXT
+    assert end['heard_end'] == len(TEXT) and 'error' not in end
+    ros_client.node.destroy_publisher(pub)
+
+
+def test_a_canceled_goal_returns_what_was_heard(ojt_node, ros_client, listen):
+    rec, marks = listen
+    action = ros_client.action_client(ojt_node.topic('say'))
+    text = 'はい、承知しました。これから受付までご案内しますので、私の後についてきてください。'
+    handle, feedback = send_goal(ros_client, action, text)
+    key = bytes(handle.goal_id.uuid).hex()
+    # Cancel once a few words have been published.
+    deadline = time.monotonic() + 30
+    while len(marks.of(key, 'word')) < 4 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    wait_future(handle.cancel_goal_async(), 10)
+    result = wait_future(handle.get_result_async(), 30)
+    assert result.status == GoalStatus.STATUS_CANCELED
+    end = marks.wait_end(key)
+    assert end['value'] == 'canceled' and end['error'] == 'canceled by the client'
+    heard = result.result.text
+    assert heard == end['heard'] and heard == text[:end['heard_end']]
+    assert 0 < len(heard) < len(text)
+    # Exactly the words all of whose audio was published before the cut.
+    published_ms = sum(f.audio.audio.info.chunk for _, f in feedback) * 1000 / RATE
+    words = marks.of(key, 'word')
+    whole = [w for w in words if w['time'] + w['duration'] <= end['time']]
+    assert whole and whole[-1]['end'] == end['heard_end']
+    assert end['time'] <= published_ms + 1
+    # The cut audio ends at the end mark's stamp, on the audio's own clock.
+    last = feedback[-1][1].audio
+    last_end = header_ns(last) + last.audio.info.chunk * 1e9 / RATE
+    assert ns(end['stamp']) <= last_end + 1e6
+
+
+def test_a_refused_text_gets_an_end_mark_with_the_error(ojt_node, ros_client, mark_listener):
+    marks = mark_listener
+    pub = ros_client.node.create_publisher(String, ojt_node.topic('text'), 10)
+    deadline = time.monotonic() + 10
+    while pub.get_subscription_count() < 1 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    pub.publish(String(data='<speak>はい<mark/>です</speak>'))
+    end = marks.wait_end()
+    assert end['value'] == 'aborted' and end['heard'] == ''
+    assert 'mark' in end['error'] and 'name' in end['error']
+    ros_client.node.destroy_publisher(pub)
