@@ -133,7 +133,7 @@ def test_marks_of_a_topic_text_follow_its_audio(ojt_node, ros_client, listen):
         onset = onset_ms(pcm, w['time'] - 150)
         assert abs(onset - w['time']) <= 40, (surface, onset, w['time'])
     sentences = marks.of(utt, 'sentence')
-    assert [(s["start"], s["end"]) for s in sentences] == [(0, 12), (12, len(TEXT))]
+    assert [(s['start'], s['end']) for s in sentences] == [(0, 12), (12, len(TEXT))]
     phonemes = marks.of(utt, 'phoneme')
     visemes = marks.of(utt, 'viseme')
     assert {v['value'] for v in visemes} <= {'a', 'i', 'u', 'e', 'o', 'N', 'closed', 'sil'}
