@@ -34,6 +34,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallb
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.service import Service
 from rclpy.subscription import Subscription
+from rclpy.timer import Timer
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
@@ -42,6 +43,7 @@ from .engines import UnknownStyleError
 from .node import log_bridge
 from .node.audio_out import AudioOut
 from .node.marks_out import MarksOut
+from .node.stream_in import StreamIn
 from .node.diagnostics import Snapshot, SpeechStats, build_status, rate_values
 from .node.engine_loader import EngineLoader
 from .node.restarts import RunRecord
@@ -58,6 +60,9 @@ from .text.pipeline import prepare
 from .text.pipeline import warmup as warmup_front_end
 
 __all__ = ['PARAMETERS', 'TTSNode', 'main', 'parameter_table']
+
+#: Period of the check that ends a text_stream reply after stream_timeout_s (s).
+STREAM_TICK_S = 0.05
 
 #: Executor threads: goals are coroutines and hold none while they wait, so a few serve
 #: every callback (text, goals, cancels, stop, lifecycle, diagnostics) at once.
@@ -89,6 +94,9 @@ class TTSNode(LifecycleNode):
         self._group = ReentrantCallbackGroup()
         self._say: Optional[SayActionServer] = None
         self._text_sub: Optional[Subscription] = None
+        self._stream_sub: Optional[Subscription] = None
+        self._stream_in: Optional[StreamIn] = None
+        self._stream_timer: Optional[Timer] = None
         self._stop_srv: Optional[Service] = None
         self._out = AudioOut(self, lambda: self._p('frame_id'))
         self._marks = MarksOut(self, self._out.stamp_ns,
@@ -186,6 +194,14 @@ class TTSNode(LifecycleNode):
         """Start serving the text topic and ``say`` goals."""
         self._text_sub = self.create_subscription(String, 'text', self._on_text,
                                                   BURST_DEPTH, callback_group=self._group)
+        self._stream_in = StreamIn(self._queue_stream, self._prepare, self._marks.refused,
+                                   self.get_logger(), self._p('max_segment_chars'))
+        self._stream_sub = self.create_subscription(
+            String, 'text_stream', lambda msg: self._stream_in.fragment(msg.data)
+            if self._stream_in is not None else None, BURST_DEPTH,
+            callback_group=self._group)
+        self._stream_timer = self.create_timer(STREAM_TICK_S, self._stream_tick,
+                                               callback_group=self._group)
         self._active = True
         self._state_label = 'active'
         self.get_logger().info(f'ready: speaking with {self._loader.describe()}')
@@ -244,9 +260,16 @@ class TTSNode(LifecycleNode):
             self._scheduler.stop(CancelReason.SHUTDOWN)
 
     def _destroy_text_sub(self) -> None:
-        if self._text_sub is not None:
-            self.destroy_subscription(self._text_sub)
-            self._text_sub = None
+        for sub in (self._text_sub, self._stream_sub):
+            if sub is not None:
+                self.destroy_subscription(sub)
+        self._text_sub = self._stream_sub = None
+        if self._stream_timer is not None:
+            self.destroy_timer(self._stream_timer)
+            self._stream_timer = None
+        stream, self._stream_in = self._stream_in, None
+        if stream is not None:
+            stream.close()  # a reply being received ends with what it has
 
     def _teardown(self) -> None:
         self._destroy_text_sub()
@@ -285,8 +308,18 @@ class TTSNode(LifecycleNode):
         self._out.set_speaking(False)
 
     # ------------------------------------------------------------------ speech in
-    def _submit(self, text: str, source: str, key: str, goal_rate: float = 1.0,
-                volume: float = 1.0, on_done=None, on_chunk=None) -> Utterance:
+    def _prepare(self, text: str) -> tuple:
+        """The front end of one text: ``(cleaned, segments)`` (errors to the caller)."""
+        cfg = self._scheduler.config if self._scheduler is not None else None
+        if cfg is None:
+            raise SchedulerClosedError(f'the node is {self._state_label}: not accepting '
+                                       'speech')
+        return prepare(text, cfg.max_chars, cfg.max_segment_chars, cfg.first_segment_morae)
+
+    def _queue(self, segments: list, cleaned: str, text: str, kind: str, key: str,
+               goal_rate: float = 1.0, volume: float = 1.0, on_done=None, on_chunk=None,
+               streaming: bool = False) -> Utterance:
+        """Hand segments to the scheduler as one utterance (``kind``: topic, goal, stream)."""
         scheduler = self._scheduler
         if not self._active or scheduler is None:
             raise SchedulerClosedError(f'the node is {self._state_label}, not active: not '
@@ -294,16 +327,30 @@ class TTSNode(LifecycleNode):
 
         def done(utt: Utterance) -> None:
             self._marks.end(utt)  # before the goal's result: the caller may act on both
-            self._record(utt, source)
+            self._record(utt, kind)
             if on_done is not None:
                 on_done(utt)
-        # Text to segments (errors to the caller) here; the scheduler sees segments only.
-        cfg = scheduler.config
-        cleaned, segments = prepare(text, cfg.max_chars, cfg.max_segment_chars,
-                                    cfg.first_segment_morae)
         return scheduler.submit(segments, self._voice(goal_rate=goal_rate), text=cleaned,
                                 volume=volume, on_done=done, on_chunk=on_chunk, key=key,
-                                source=text)
+                                source=text, streaming=streaming)
+
+    def _submit(self, text: str, kind: str, key: str, goal_rate: float = 1.0,
+                volume: float = 1.0, on_done=None, on_chunk=None) -> Utterance:
+        if not self._active or self._scheduler is None:
+            raise SchedulerClosedError(f'the node is {self._state_label}, not active: not '
+                                       'accepting speech')
+        # Text to segments (errors to the caller) here; the scheduler sees segments only.
+        cleaned, segments = self._prepare(text)
+        return self._queue(segments, cleaned, text, kind, key, goal_rate, volume, on_done,
+                           on_chunk)
+
+    def _queue_stream(self, segments: list, text: str, key: str) -> Utterance:
+        return self._queue(segments, text, text, 'stream', key, streaming=True)
+
+    def _stream_tick(self) -> None:
+        stream = self._stream_in
+        if stream is not None and stream.open:
+            stream.check_timeout(self._p('stream_timeout_s'))
 
     def _speak_goal(self, goal, on_done, on_chunk, key: str) -> Utterance:
         try:

@@ -187,3 +187,73 @@ def test_a_refused_text_gets_an_end_mark_with_the_error(ojt_node, ros_client, ma
     assert end['value'] == 'aborted' and end['heard'] == ''
     assert 'mark' in end['error'] and 'name' in end['error']
     ros_client.node.destroy_publisher(pub)
+
+
+REPLY = ('こんにちは！今日はロボットの展示会へようこそ。受付は、入口を入って右手にあります。'
+         'ご質問があれば、いつでも声をかけてください。')
+
+
+def _publisher(ros_client, ojt_node, topic):
+    pub = ros_client.node.create_publisher(String, ojt_node.topic(topic), 1000)
+    deadline = time.monotonic() + 10
+    while pub.get_subscription_count() < 1 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return pub
+
+
+def _stream(pub, text, per_second=30.0, size=2):
+    """Publish ``text`` in fragments of ``size`` characters at ``per_second``."""
+    period = 1.0 / per_second
+    start = time.monotonic()
+    for i in range(0, len(text), size):
+        pub.publish(String(data=text[i:i + size]))
+        # Paced like an LLM's tokens (a rate, not a settle: nothing waits on it).
+        time.sleep(max(0.0, start + (i // size + 1) * period - time.monotonic()))
+
+
+def test_a_streamed_reply_is_spoken_once_in_order_as_one_utterance(ojt_node, ros_client,
+                                                                    listen):
+    rec, marks = listen
+    pub = _publisher(ros_client, ojt_node, 'text_stream')
+    _stream(pub, REPLY)
+    pub.publish(String(data=''))  # the reply ends
+    end = marks.wait_end()
+    utt = end['utterance']
+    assert end['value'] == 'succeeded' and end['heard'] == REPLY
+    assert len(marks.of(utt, 'start')) == 1
+    words = marks.of(utt, 'word')
+    # Every word once, in order, with offsets into the reply as the fragments joined.
+    assert [w['start'] for w in words] == sorted(w['start'] for w in words)
+    assert all(REPLY[w['start']:w['end']] == w['value'] for w in words)
+    spoken = ''.join(w['value'] for w in words)
+    assert spoken == ''.join(c for c in REPLY if c not in '！。、')
+    assert [w['time'] for w in words] == sorted(w['time'] for w in words)
+    rec.wait_quiet(quiet_s=0.5)
+    streamed_s = len(rec.samples()) / RATE
+    ros_client.node.destroy_publisher(pub)
+    # The same text sent whole: about as long (the same words, the same kind of pauses).
+    rec.msgs.clear()
+    whole = _publisher(ros_client, ojt_node, 'text')
+    whole.publish(String(data=REPLY))
+    marks.wait_end(timeout=60)
+    deadline = time.monotonic() + 60
+    while len(marks.of(kind='end')) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    rec.wait_quiet(quiet_s=0.5)
+    whole_s = len(rec.samples()) / RATE
+    assert abs(streamed_s - whole_s) <= 0.1 * whole_s + 0.3, (streamed_s, whole_s)
+    ros_client.node.destroy_publisher(whole)
+
+
+def test_a_stream_without_an_end_is_spoken_after_its_timeout(ojt_node, ros_client,
+                                                             mark_listener):
+    marks = mark_listener
+    pub = _publisher(ros_client, ojt_node, 'text_stream')
+    for fragment in ('はい', '😀', '  ', '、わかり', 'ました'):  # no end, emoji, blanks
+        pub.publish(String(data=fragment))
+    end = marks.wait_end(timeout=30)  # stream_timeout_s (3 s) then the speech
+    assert end['value'] == 'succeeded'
+    assert end['heard'] == 'はい😀  、わかりました'
+    words = [w['value'] for w in marks.of(end['utterance'], 'word')]
+    assert words[0] == 'はい' and 'ました' in ''.join(words)
+    ros_client.node.destroy_publisher(pub)

@@ -264,3 +264,38 @@ def test_align_words_skips_what_the_engine_said_otherwise():
     ('k', None), ('cl', None)])
 def test_viseme_table(symbol, expected):
     assert viseme(symbol) == expected
+
+
+def test_a_streamed_reply_is_one_utterance_that_waits_for_its_pieces(rig):
+    from hayakoe_ros.text.stream import StreamAssembler, shift_segments
+    from hayakoe_ros.text.pipeline import prepare
+
+    r = rig(max_lead_s=0.0)
+    assembler = StreamAssembler(60)
+    utt = None
+    fragments = ['かき', 'さ、た', 'なま。', 'あい、', 'うえお。', '']
+    for fragment in fragments:
+        if not fragment:
+            tail = assembler.flush()
+            assert tail is None
+            r.sched.end_stream(utt)
+            break
+        for start, piece in assembler.add(fragment):
+            _, segments = prepare(piece, 2000, 60)
+            segments = shift_segments(segments, start)
+            if utt is None:
+                utt = r.sched.submit(segments, VoiceParams(), text=assembler.text,
+                                     source=assembler.text, streaming=True)
+            else:
+                r.sched.extend(utt, segments, assembler.text)
+        # While the reply is open the utterance waits for its next piece: never done.
+        assert utt is None or not utt.done
+    assert utt.wait(REAL_TIMEOUT_S) and utt.outcome is Outcome.SUCCEEDED
+    text = ''.join(fragments)
+    words = r.marks('word')
+    assert ''.join(w.value for w in words) == 'かきさたなまあいうえお'
+    assert all(text[w.start:w.end] == w.value for w in words)
+    assert [w.position for w in words] == sorted(w.position for w in words)
+    assert len(r.marks('start')) == 1 and utt.heard == text
+    # The pieces are joined by predicted pauses, one utterance: its audio covers them all.
+    assert len(utt.pauses) == len(utt.segments) - 1 and all(p > 0 for p in utt.pauses)

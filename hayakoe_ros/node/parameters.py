@@ -45,6 +45,10 @@ VOLUME_RANGE = (0.0, 4.0)
 #: Upper bound of ``max_queue``.
 MAX_QUEUE_LIMIT = 1000
 
+#: Default ``stream_timeout_s`` (s): an LLM that streams 10-50 tokens a second has never
+#: been silent this long in the middle of a reply, unless it stopped.
+STREAM_TIMEOUT_S = 3.0
+
 #: The library's defaults, which the node's parameters take (one place for each number):
 #: the voice's from :class:`VoiceParams`, scheduling's from :class:`SchedulerConfig`.
 #: The node sets two otherwise: ``gapless`` on and ``first_segment_morae`` 8 (a robot's
@@ -128,6 +132,12 @@ _SPECS = (
                   'Longest synthesis segment, characters: longer '
                   'sentences are cut at clause boundaries (BERT reads at most 510).',
                   range=(4, 400)),
+    ParameterSpec('stream_timeout_s', STREAM_TIMEOUT_S, 'A reply on text_stream ends when no '
+                  'fragment has come for this long (s): the text received without an end is '
+                  'spoken, and the next fragment starts a new reply.', range=(0.1, 600.0)),
+    ParameterSpec('resume_interrupted', True, 'After a text_urgent utterance, the utterance '
+                  'it interrupted goes on from the start of the sentence that was cut '
+                  "(false: it ends 'interrupted', with what was heard)."),
     # --- short first segment and gapless starts (live) ---
     ParameterSpec('first_segment_morae', FIRST_SEGMENT_MORAE, "An utterance's first segment "
                   'ends at the first clause mark after half this many morae, or accent-phrase '

@@ -169,7 +169,7 @@ class SpeechScheduler(Publishing):
                volume: float = 1.0,
                on_done: Optional[Callable[[Utterance], None]] = None,
                on_chunk: Optional[Callable[[Utterance, AudioChunk], None]] = None,
-               key: str = '', source: str = '') -> Utterance:
+               key: str = '', source: str = '', streaming: bool = False) -> Utterance:
         """Queue one utterance, already cut into segments by the text front end.
 
         Args:
@@ -186,6 +186,8 @@ class SpeechScheduler(Publishing):
             key: The caller's name for the utterance (marks, logs); '' = its number.
             source: The text as the caller sent it, to which the segments' word offsets
                 refer (what was heard is a prefix of it); '' = ``text``.
+            streaming: More segments will come (:meth:`extend`; a streamed reply): the
+                utterance ends only after :meth:`end_stream`.
 
         Returns:
             The queued :class:`Utterance`.
@@ -205,12 +207,29 @@ class SpeechScheduler(Publishing):
         self._engine.check_voice(voice)
         utt = Utterance(next(self._ids), cleaned, segments, voice, float(volume),
                         self._clock(), on_done, on_chunk, key=key, source=source)
+        if streaming:
+            utt.open_stream()
         victims = self._line.admit(utt, cfg.queue_policy, cfg.max_queue, self._refusal)
         reason = (CancelReason.REPLACED if cfg.queue_policy is QueuePolicy.REPLACE
                   else CancelReason.INTERRUPTED)
         for victim in victims:
             self.cancel(victim, reason)
         return utt
+
+    def extend(self, utt: Utterance, segments: Sequence[Segment], source: str) -> None:
+        """Add a streamed reply's next segments (``submit(..., streaming=True)``).
+
+        They are spoken after the ones it has, with the predicted pause between, as one
+        utterance. ``source``: the reply's whole text so far (their word offsets' origin).
+
+        Raises:
+            RuntimeError: the stream was ended (:meth:`end_stream`).
+        """
+        utt.extend(list(segments), source)
+
+    def end_stream(self, utt: Utterance) -> None:
+        """No more segments for a streamed reply: it ends after those it has."""
+        utt.close_stream()
 
     def cancel(self, utt: Utterance, reason: CancelReason) -> bool:
         """Cancel one utterance. When this returns, none of its chunks reach the sink.

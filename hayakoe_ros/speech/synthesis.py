@@ -29,6 +29,7 @@ import numpy as np
 from ..engines.base import (AudioWindow, Engine, NothingToSpeakError, SynthesisCanceledError,
                             VoiceParams)
 from .gapless import RateEstimate, RateEstimator, plan_start_delay, speakable_chars
+from .audio import apply_gain_and_limit, to_int16
 from .joins import Joiner, smooth_join
 from .marks import segment_marks
 from .pauses import gap_s, pause_target
@@ -221,7 +222,8 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
                            'chars, %.3f s of audio ahead)', utt.id, k + 1, joined,
                            len(segments[k].text), ahead_s)
         seg = segments[k]
-        last = k + 1 == len(segments)
+        # A streamed reply's last segment is known only when the stream is closed.
+        last = k + 1 == len(segments) and not utt.streaming
         smooth_after = not last and smooth_join(seg)
         t0 = clock()
         voice = segment_voice(utt.voice, seg)
@@ -315,6 +317,10 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
         # Hand the segment over first: it plays while the pause is being predicted.
         if not put(SegmentPCM(utt, attempt, pcm, last, ready, marks or ()), utt, attempt):
             return
+        if not last and not _next_segment(utt, attempt, k):
+            if not utt.halted and utt.attempt is attempt:  # the stream ended here
+                _end_stream(put, utt, attempt, joiner, gain, produced, clock())
+            return
         if not last and spoke and not smooth_after:
             t1 = clock()
             try:
@@ -338,6 +344,37 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
                 return
         elif not last:
             attempt.pauses.append(0.0)  # a smooth join, or nothing spoken before it
+
+
+#: How often a synthesis thread waiting for a streamed reply's next piece looks at the
+#: utterance again (s, real time): the bound on each wait (a halt also wakes it).
+STREAM_POLL_S = 0.2
+
+
+def _next_segment(utt: Utterance, attempt: Attempt, k: int) -> bool:
+    """True once segment ``k + 1`` exists (a streamed reply's next piece may be awaited).
+
+    False when the stream was closed without it, or the attempt was halted or replaced.
+    """
+    while True:
+        if utt.halted or utt.attempt is not attempt:
+            return False
+        if utt.wait_segments(attempt, k + 1, STREAM_POLL_S):
+            return True
+        if not utt.streaming:
+            return len(attempt.segments) > k + 1
+
+
+def _end_stream(put: Put, utt: Utterance, attempt: Attempt, joiner: Joiner, gain: float,
+                produced: int, ready: float) -> None:
+    """End a streamed reply after the segments it got: the held join, then the last hand-over."""
+    if not produced:
+        put(EndOfUtterance(utt, attempt, 'nothing_speakable: no piece of the streamed reply '
+                                         'produced any phoneme'), utt, attempt)
+        return
+    held = joiner.join(np.zeros(0, np.float32), False, False)  # a tail kept for a join
+    pcm = to_int16(apply_gain_and_limit(held, gain, joiner.sample_rate))
+    put(SegmentPCM(utt, attempt, pcm, True, ready), utt, attempt)
 
 
 def _windows(engine: Engine, text: str, voice: VoiceParams, windowed: bool

@@ -232,7 +232,60 @@ class Utterance:
         self._on_chunk = on_chunk
         self._halt = threading.Event()  # set on cancel or abort: publish nothing more
         self._done = threading.Event()
+        self._grown = threading.Condition()  # segments added to a streamed utterance
+        self._streaming = False
         self.attempt = Attempt(0, self._segments)
+
+    @property
+    def streaming(self) -> bool:
+        """True while more segments may still be added (:meth:`extend`)."""
+        return self._streaming
+
+    def open_stream(self) -> None:
+        """Let segments be added after submission (a streamed reply).
+
+        Until :meth:`close_stream`.
+        """
+        with self._grown:
+            self._streaming = True
+
+    def extend(self, segments: list, source: str) -> None:
+        """Add segments at the end (a streamed reply's next piece) and its grown source text.
+
+        Args:
+            segments: The new :class:`~hayakoe_ros.text.segment.Segment` objects, their
+                word offsets already into ``source``.
+            source: The reply's whole text so far (what was heard is a prefix of it).
+
+        Raises:
+            RuntimeError: the stream was closed.
+        """
+        with self._grown:
+            if not self._streaming:
+                raise RuntimeError(f'utterance {self.id} takes no more segments')
+            self._segments.extend(segments)
+            self.attempt.segments.extend(segments)
+            self.source = source
+            self.text = source
+            self._grown.notify_all()
+
+    def close_stream(self) -> None:
+        """No more segments: the utterance ends after those it has."""
+        with self._grown:
+            self._streaming = False
+            self._grown.notify_all()
+
+    def wait_segments(self, attempt: 'Attempt', count: int, timeout: float) -> bool:
+        """Wait up to ``timeout`` s until ``attempt`` has more than ``count`` segments.
+
+        Returns:
+            True when it has; False when the stream is closed without them, the utterance
+            was halted, or the time ran out (the caller looks again).
+        """
+        with self._grown:
+            self._grown.wait_for(lambda: len(attempt.segments) > count
+                                 or not self._streaming or self.halted, timeout)
+            return len(attempt.segments) > count
 
     def restart(self) -> Attempt:
         """Drop the current attempt (halted) and begin a new one from the segments.
@@ -242,13 +295,16 @@ class Utterance:
         """
         old = self.attempt
         old.halt()
-        self.attempt = Attempt(old.number + 1, self._segments)
+        with self._grown:  # a streamed piece added meanwhile goes to the new attempt too
+            self.attempt = Attempt(old.number + 1, self._segments)
         return self.attempt
 
     def halt(self) -> None:
         """Publish nothing more of it and abort its engine call (a cancel or an abort)."""
         self._halt.set()
         self.attempt.halt()
+        with self._grown:  # a synthesis thread waiting for a streamed piece stops waiting
+            self._grown.notify_all()
 
     # What the current attempt measured (see :class:`Attempt`).
     @property

@@ -1,0 +1,147 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""The ``text_stream`` topic: a reply that arrives in fragments, spoken as one utterance.
+
+Fragments (``std_msgs/String``, in order; an LLM's tokens at 10-50 per second) are put
+together by :class:`~hayakoe_ros.text.stream.StreamAssembler`, which hands out each
+sentence (or clause, once long enough) as soon as its end has arrived. The first piece is
+queued as a streamed utterance (by ``queue_policy``, like any other), each later one is
+added to it, so the reply has one ``start`` and one ``end`` mark, the predicted pauses
+between its sentences and one loudness. An empty message ends the reply (the tail without
+an end is spoken); so does ``stream_timeout_s`` without a fragment. A reply whose
+utterance was cut (a cancel, ``stop``, an interrupting text) takes no more: its later
+fragments are dropped until it ends.
+
+Threads: every method runs on the node's executor, under this object's lock (the
+subscription and the timeout timer may run at once on the reentrant group).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from typing import Callable, Optional
+
+from ..speech import Utterance
+from ..text import InputError
+from ..text.stream import StreamAssembler, shift_segments
+
+_SENTENCE_END = tuple('。．.！!？?\n」』）)')
+
+
+class StreamIn:
+    """One streamed reply at a time, from fragments to a growing utterance.
+
+    Args:
+        submit: ``submit(segments, source, key) -> Utterance``: queue the reply's first
+            piece as a streamed utterance (raises what the node's submit raises).
+        prepare: ``prepare(text) -> (cleaned, segments)``: the front end of one piece.
+        refused: ``refused(key, text, error)``: publish a refused reply's end mark.
+        log: The node's logger.
+        max_chars: ``max_segment_chars`` (a piece with no mark is cut past it).
+        clock: Monotonic seconds (the timeout).
+    """
+
+    def __init__(self, submit: Callable, prepare: Callable, refused: Callable, log,
+                 max_chars: int = 60, clock: Callable[[], float] = time.monotonic) -> None:
+        self._submit = submit
+        self._prepare = prepare
+        self._refused = refused
+        self._log = log
+        self._max_chars = max_chars
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._assembler: Optional[StreamAssembler] = None
+        self._utt: Optional[Utterance] = None
+        self._key = ''
+        self._last = 0.0
+        self._cut = False          # its utterance was cut: later fragments are dropped
+        self._continues = False    # the last piece ended at a clause: a sentence goes on
+        self._errors: list = []
+
+    @property
+    def open(self) -> bool:
+        """True while a reply is being received."""
+        return self._assembler is not None
+
+    def fragment(self, data: str) -> None:
+        """One ``text_stream`` message: a fragment, or '' (the reply ends)."""
+        with self._lock:
+            if not data:
+                self._finish('end of reply')
+                return
+            if self._assembler is None:
+                self._assembler = StreamAssembler(self._max_chars)
+                self._key, self._cut, self._continues = uuid.uuid4().hex, False, False
+                self._errors = []
+            self._last = self._clock()
+            for start, piece in self._assembler.add(data):
+                self._speak(start, piece)
+
+    def check_timeout(self, timeout_s: float) -> None:
+        """End the reply if no fragment came for ``timeout_s`` seconds (a timer's tick)."""
+        with self._lock:
+            if self._assembler is not None and self._clock() - self._last >= timeout_s:
+                self._finish(f'no fragment for {timeout_s:g} s (stream_timeout_s)')
+
+    def close(self) -> None:
+        """End any reply at once (deactivation): its utterance ends with what it has."""
+        with self._lock:
+            self._finish('the node stops serving')
+
+    def _speak(self, start: int, piece: str) -> None:
+        """Queue or add one piece (under the lock)."""
+        assembler = self._assembler
+        assert assembler is not None
+        utt = self._utt
+        if self._cut or (utt is not None and utt.halted):
+            if not self._cut:
+                self._log.info(f'text_stream [{self._key}]: the reply was cut; dropping the '
+                               'rest of it')
+            self._cut = True
+            return
+        starts = not self._continues
+        self._continues = not piece.rstrip().endswith(_SENTENCE_END)
+        try:
+            _, segments = self._prepare(piece)
+        except InputError as exc:
+            if exc.code == 'nothing_speakable':  # emoji, punctuation: nothing to say
+                self._log.debug(f'text_stream [{self._key}]: nothing speakable in '
+                                f'{piece[:40]!r}')
+            else:
+                self._log.warning(f'text_stream [{self._key}]: not speaking {piece[:40]!r}: '
+                                  f'{exc}')
+            self._errors.append(str(exc))
+            return
+        segments = shift_segments(segments, start, starts)
+        if utt is None:
+            try:
+                self._utt = self._submit(segments, assembler.text, self._key)
+            except (ValueError, RuntimeError) as exc:
+                self._log.warning(f'text_stream [{self._key}]: reply not spoken: {exc}')
+                self._refused(self._key, assembler.text, str(exc))
+                self._cut = True
+            return
+        try:
+            utt.extend(segments, assembler.text)
+        except RuntimeError:  # it ended meanwhile (canceled)
+            self._cut = True
+
+    def _finish(self, why: str) -> None:
+        """End the reply (under the lock): speak the tail, close the utterance."""
+        assembler = self._assembler
+        if assembler is None:
+            return
+        tail = assembler.flush()
+        if tail is not None:
+            self._speak(*tail)
+        if self._utt is not None:
+            self._utt.close_stream()
+            self._log.debug(f'text_stream [{self._key}]: reply ended ({why})')
+        elif not self._cut:
+            error = '; '.join(self._errors) or 'nothing speakable in the reply'
+            self._log.warning(f'text_stream [{self._key}]: nothing spoken of '
+                              f'{assembler.text[:40]!r}: {error}')
+            self._refused(self._key, assembler.text, error)
+        self._assembler, self._utt = None, None

@@ -1,0 +1,142 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""A reply that arrives in fragments (an LLM's tokens), cut into pieces to speak (no ROS).
+
+:class:`StreamAssembler` keeps the text of one streamed reply and hands out each piece as
+soon as its end has arrived, never waiting for the rest of the reply:
+
+* a **sentence** ends at 。！？!? (with the closing brackets after them, as far as they
+  have arrived) or a newline; an ASCII ``.`` only once the next character is known to be
+  whitespace (``3.`` may go on as ``3.14``);
+* a **clause** mark (、，；, a ``,`` not followed by a digit) ends a piece once the
+  piece holds at least :data:`CLAUSE_CHARS` speakable characters, so that a long sentence
+  starts to be spoken before its end has been typed;
+* a piece with no mark at all that grows past ``max_chars`` is cut at the last word
+  boundary (Open JTalk's) at least :data:`WORD_MARGIN` characters before the end of
+  what has arrived: the word at the end may still be incomplete (a run with no word
+  boundary at all is cut once it is four times that long).
+
+A cut never falls inside a word: a word split across fragments ("こん", "にちは") stays
+whole, because the cut points are marks that end words. Offsets of each piece into the
+whole reply's text are kept, so the words' offsets (speech marks, what was heard) refer
+to the reply as the fragments concatenated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Optional, Sequence
+
+from .checks import SPEAKABLE_RE
+from .words import word_boundaries
+
+#: Speakable characters a piece needs before a clause mark ends it: about one accent
+#: phrase pair, so the first piece is short (first audio soon) but not a lone word.
+CLAUSE_CHARS = 12
+
+#: How far before the end of the text received a forced word cut must be (characters):
+#: the last word may still be arriving.
+WORD_MARGIN = 8
+
+# Sentence ends that are final as soon as they arrive; closing brackets and further
+# terminators after them are taken when they are already there.
+_SENTENCE_RE = re.compile(r'[。．！？!?]+[」』）)\]"\'”’]*|\n+')
+_DOT_RE = re.compile(r'\.(?=\s)')
+_CLAUSE_RE = re.compile(r'[、，；;]|,(?=[^\d])')
+
+
+class StreamAssembler:
+    """The text of one streamed reply and the pieces of it ready to be spoken.
+
+    Args:
+        max_chars: Longest piece with no sentence or clause mark before a word cut is
+            forced (characters; the node's ``max_segment_chars``).
+
+    Attributes:
+        text: Everything received so far (the reply's text, for offsets).
+        spoken: Offset up to which pieces have been handed out.
+    """
+
+    def __init__(self, max_chars: int = 60) -> None:
+        self.max_chars = max(2 * WORD_MARGIN, int(max_chars))
+        self.text = ''
+        self.spoken = 0
+
+    @property
+    def pending(self) -> str:
+        """The text received and not yet handed out."""
+        return self.text[self.spoken:]
+
+    def add(self, fragment: str) -> list:
+        """Append ``fragment``; return the pieces now complete, as ``(start, text)``.
+
+        ``start`` is the piece's offset into :attr:`text`. Pieces may hold nothing
+        speakable (punctuation only); the caller skips those.
+        """
+        self.text += fragment
+        pieces: list = []
+        while True:
+            cut = self._cut()
+            if cut is None:
+                return pieces
+            pieces.append((self.spoken, self.text[self.spoken:cut]))
+            self.spoken = cut
+
+    def flush(self) -> Optional[tuple]:
+        """Hand out the rest as the last piece ``(start, text)``; None when nothing is left."""
+        if self.spoken >= len(self.text):
+            return None
+        piece = (self.spoken, self.text[self.spoken:])
+        self.spoken = len(self.text)
+        return piece
+
+    def _cut(self) -> Optional[int]:
+        """Offset into :attr:`text` where the next complete piece ends, or None."""
+        pending = self.pending
+        ends = [m.end() for m in _SENTENCE_RE.finditer(pending)]
+        ends += [m.end() for m in _DOT_RE.finditer(pending)]
+        for m in _CLAUSE_RE.finditer(pending):
+            if m.group() == ',' and m.end() >= len(pending):
+                continue  # '1,' may go on as '1,234'
+            if len(SPEAKABLE_RE.findall(pending[:m.start()])) >= CLAUSE_CHARS:
+                ends.append(m.end())
+        if ends:
+            return self.spoken + min(ends)
+        if len(pending) <= self.max_chars:
+            return None
+        usable = [offset for offset, _ in word_boundaries(pending)
+                  if offset <= len(pending) - WORD_MARGIN]
+        if usable:
+            return self.spoken + usable[-1]
+        if len(pending) > 4 * self.max_chars:
+            # No word boundary in four segments' worth: no word is that long (a run of
+            # one letter); cut it where the front end would cut such a run anyway.
+            return self.spoken + len(pending) - WORD_MARGIN
+        return None
+
+
+def shift_segments(segments: Sequence, offset: int, starts_sentence: bool = True) -> list:
+    """A piece's segments with their offsets moved ``offset`` characters on.
+
+    :func:`~.pipeline.prepare` gives a piece's word, sentence and SSML-mark offsets into
+    the piece; a streamed reply's are into the whole reply.
+
+    Args:
+        segments: The piece's :class:`~.segment.Segment` objects.
+        offset: Where the piece starts in the reply (characters).
+        starts_sentence: False when the piece goes on with a sentence an earlier piece
+            began (it followed a clause mark): its first segment starts none.
+    """
+    out = []
+    for i, seg in enumerate(segments):
+        sentence = None
+        if seg.sentence is not None and (i or starts_sentence):
+            sentence = (seg.sentence[0] + offset, seg.sentence[1] + offset)
+        out.append(dataclasses.replace(
+            seg, sentence=sentence,
+            words=tuple(dataclasses.replace(w, start=w.start + offset, end=w.end + offset)
+                        for w in seg.words),
+            marks=tuple(dataclasses.replace(m, start=m.start + offset, end=m.end + offset)
+                        for m in seg.marks)))
+    return out
