@@ -10,9 +10,11 @@ parameters (:mod:`~hayakoe_ros.node.parameters`), the ``say`` action server
 (:mod:`~hayakoe_ros.node.engine_loader`). The speech pipeline (:mod:`hayakoe_ros.speech`)
 and the engines (:mod:`hayakoe_ros.engines`) know no ROS.
 
-Interfaces (node-relative names, remappable): subscribes ``text`` (``std_msgs/String``),
-serves ``say`` (``audio_common_msgs/action/TTS``), publishes ``audio``
-(``audio_common_msgs/AudioStamped``), ``speaking`` (``std_msgs/Bool``, transient local),
+Interfaces (node-relative names, remappable): subscribes ``text``, ``text_stream`` and
+``text_urgent`` (``std_msgs/String``; :mod:`~hayakoe_ros.node.speech_in`), serves ``say``
+(``audio_common_msgs/action/TTS``), publishes ``audio``
+(``audio_common_msgs/AudioStamped``), ``marks`` (``std_msgs/String``, JSON speech marks:
+:mod:`~hayakoe_ros.node.marks_out`), ``speaking`` (``std_msgs/Bool``, transient local),
 ``/diagnostics``; service ``stop`` (``std_srvs/Trigger``).
 
 Threads: every ROS callback runs on the multi-threaded executor (reentrant group for
@@ -25,7 +27,6 @@ from __future__ import annotations
 
 import sys
 import threading
-import uuid
 from typing import Optional
 
 from diagnostic_msgs.msg import DiagnosticArray
@@ -33,9 +34,6 @@ from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.service import Service
-from rclpy.subscription import Subscription
-from rclpy.timer import Timer
-from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 
@@ -43,7 +41,7 @@ from .engines import UnknownStyleError
 from .node import log_bridge
 from .node.audio_out import AudioOut
 from .node.marks_out import MarksOut
-from .node.stream_in import StreamIn
+from .node.speech_in import SpeechIn
 from .node.diagnostics import Snapshot, SpeechStats, build_status, rate_values
 from .node.engine_loader import EngineLoader
 from .node.restarts import RunRecord
@@ -52,17 +50,12 @@ from .node.executor_wait import caught_up
 from .node.runner import GOALS_END_TIMEOUT_S, RESULT_FLUSH_TIMEOUT_S, run
 from .node.parameters import (PARAMETERS, SCHEDULER_PARAMETERS, VOICE_PARAMETERS, Apply,
                               declare_all, parameter_table, scheduler_config, voice_params)
-from .node.say_action import BURST_DEPTH, SayActionServer
-from .speech import (CancelReason, Outcome, QueueFullError, SchedulerClosedError,
-                     SpeechScheduler, Utterance)
-from .text import InputError, userdict
-from .text.pipeline import prepare
+from .node.say_action import SayActionServer
+from .speech import (CancelReason, Outcome, SpeechScheduler, Utterance)
+from .text import userdict
 from .text.pipeline import warmup as warmup_front_end
 
 __all__ = ['PARAMETERS', 'TTSNode', 'main', 'parameter_table']
-
-#: Period of the check that ends a text_stream reply after stream_timeout_s (s).
-STREAM_TICK_S = 0.05
 
 #: Executor threads: goals are coroutines and hold none while they wait, so a few serve
 #: every callback (text, goals, cancels, stop, lifecycle, diagnostics) at once.
@@ -93,14 +86,11 @@ class TTSNode(LifecycleNode):
                 'time(s) since its last clean exit); what it held was lost')
         self._group = ReentrantCallbackGroup()
         self._say: Optional[SayActionServer] = None
-        self._text_sub: Optional[Subscription] = None
-        self._stream_sub: Optional[Subscription] = None
-        self._stream_in: Optional[StreamIn] = None
-        self._stream_timer: Optional[Timer] = None
         self._stop_srv: Optional[Service] = None
         self._out = AudioOut(self, lambda: self._p('frame_id'))
         self._marks = MarksOut(self, self._out.stamp_ns,
                                lambda: self.get_clock().now().nanoseconds)
+        self._speech_in = SpeechIn(self, self._marks, self._group)
         self.finalized = threading.Event()
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._diag_group = MutuallyExclusiveCallbackGroup()
@@ -176,7 +166,8 @@ class TTSNode(LifecycleNode):
                 on_speaking=self._out.set_speaking, on_mark=self._marks.publish)
             self._out.open(self._p('qos_depth'))
             self._marks.open(self._p('qos_depth'))
-            self._say = SayActionServer(self, self._speak_goal, self._cancel,
+            self._speech_in.open_urgent()
+            self._say = SayActionServer(self, self._speech_in.speak_goal, self._cancel,
                                         self._out.message, self._p('qos_depth'), self._group)
             self._stop_srv = self.create_service(Trigger, 'stop', self._on_stop,
                                                  callback_group=self._group)
@@ -192,16 +183,7 @@ class TTSNode(LifecycleNode):
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Start serving the text topic and ``say`` goals."""
-        self._text_sub = self.create_subscription(String, 'text', self._on_text,
-                                                  BURST_DEPTH, callback_group=self._group)
-        self._stream_in = StreamIn(self._queue_stream, self._prepare, self._marks.refused,
-                                   self.get_logger(), self._p('max_segment_chars'))
-        self._stream_sub = self.create_subscription(
-            String, 'text_stream', lambda msg: self._stream_in.fragment(msg.data)
-            if self._stream_in is not None else None, BURST_DEPTH,
-            callback_group=self._group)
-        self._stream_timer = self.create_timer(STREAM_TICK_S, self._stream_tick,
-                                               callback_group=self._group)
+        self._speech_in.activate()
         self._active = True
         self._state_label = 'active'
         self.get_logger().info(f'ready: speaking with {self._loader.describe()}')
@@ -211,7 +193,7 @@ class TTSNode(LifecycleNode):
         """Stop speaking, cancel queued and running utterances, stop serving text."""
         self._active = False
         self._state_label = 'inactive'
-        self._destroy_text_sub()
+        self._speech_in.deactivate()
         n = self._scheduler.stop(CancelReason.DEACTIVATED) if self._scheduler else 0
         if n:
             self.get_logger().info(f'deactivated: canceled {n} utterance(s)')
@@ -259,20 +241,8 @@ class TTSNode(LifecycleNode):
         if self._scheduler is not None:
             self._scheduler.stop(CancelReason.SHUTDOWN)
 
-    def _destroy_text_sub(self) -> None:
-        for sub in (self._text_sub, self._stream_sub):
-            if sub is not None:
-                self.destroy_subscription(sub)
-        self._text_sub = self._stream_sub = None
-        if self._stream_timer is not None:
-            self.destroy_timer(self._stream_timer)
-            self._stream_timer = None
-        stream, self._stream_in = self._stream_in, None
-        if stream is not None:
-            stream.close()  # a reply being received ends with what it has
-
     def _teardown(self) -> None:
-        self._destroy_text_sub()
+        self._speech_in.close()
         # Counted before the scheduler ends them: their coroutines may all have returned
         # by the time it has, and their results still be queued to go out.
         had_goals = self._say is not None and self._say.goals_running > 0
@@ -308,80 +278,31 @@ class TTSNode(LifecycleNode):
         self._out.set_speaking(False)
 
     # ------------------------------------------------------------------ speech in
-    def _prepare(self, text: str) -> tuple:
-        """The front end of one text: ``(cleaned, segments)`` (errors to the caller)."""
-        cfg = self._scheduler.config if self._scheduler is not None else None
-        if cfg is None:
-            raise SchedulerClosedError(f'the node is {self._state_label}: not accepting '
-                                       'speech')
-        return prepare(text, cfg.max_chars, cfg.max_segment_chars, cfg.first_segment_morae)
+    @property
+    def scheduler(self) -> Optional[SpeechScheduler]:
+        """The speech scheduler while configured (None otherwise)."""
+        return self._scheduler
 
-    def _queue(self, segments: list, cleaned: str, text: str, kind: str, key: str,
-               goal_rate: float = 1.0, volume: float = 1.0, on_done=None, on_chunk=None,
-               streaming: bool = False) -> Utterance:
-        """Hand segments to the scheduler as one utterance (``kind``: topic, goal, stream)."""
-        scheduler = self._scheduler
-        if not self._active or scheduler is None:
-            raise SchedulerClosedError(f'the node is {self._state_label}, not active: not '
-                                       'accepting speech')
+    @property
+    def active(self) -> bool:
+        """True while the node is active (accepting speech)."""
+        return self._active
 
-        def done(utt: Utterance) -> None:
-            self._marks.end(utt)  # before the goal's result: the caller may act on both
-            self._record(utt, kind)
-            if on_done is not None:
-                on_done(utt)
-        return scheduler.submit(segments, self._voice(goal_rate=goal_rate), text=cleaned,
-                                volume=volume, on_done=done, on_chunk=on_chunk, key=key,
-                                source=text, streaming=streaming)
+    @property
+    def stats(self) -> SpeechStats:
+        """Counters and the last error, for /diagnostics (reset at every configure)."""
+        return self._stats
 
-    def _submit(self, text: str, kind: str, key: str, goal_rate: float = 1.0,
-                volume: float = 1.0, on_done=None, on_chunk=None) -> Utterance:
-        if not self._active or self._scheduler is None:
-            raise SchedulerClosedError(f'the node is {self._state_label}, not active: not '
-                                       'accepting speech')
-        # Text to segments (errors to the caller) here; the scheduler sees segments only.
-        cleaned, segments = self._prepare(text)
-        return self._queue(segments, cleaned, text, kind, key, goal_rate, volume, on_done,
-                           on_chunk)
-
-    def _queue_stream(self, segments: list, text: str, key: str) -> Utterance:
-        return self._queue(segments, text, text, 'stream', key, streaming=True)
-
-    def _stream_tick(self) -> None:
-        stream = self._stream_in
-        if stream is not None and stream.open:
-            stream.check_timeout(self._p('stream_timeout_s'))
-
-    def _speak_goal(self, goal, on_done, on_chunk, key: str) -> Utterance:
-        try:
-            return self._submit(goal.text, 'goal', key, goal.rate, goal.volume, on_done,
-                                on_chunk)
-        except (InputError, UnknownStyleError, QueueFullError, SchedulerClosedError) as exc:
-            self._stats.last_error = str(exc)
-            raise
+    def voice(self, changes: Optional[dict] = None, goal_rate: float = 1.0):
+        """The voice settings now (live parameters), for a goal's ``rate``."""
+        return self._voice(changes, goal_rate)
 
     def _cancel(self, utt: Utterance, reason: CancelReason) -> bool:
         """Cancel ``utt``; False when it had already finished (or nothing serves it)."""
         scheduler = self._scheduler
         return scheduler.cancel(utt, reason) if scheduler is not None else False
 
-    def _on_text(self, msg: String) -> None:
-        # Topic texts get an id like a goal's (32 hex digits): marks and logs name it.
-        key = uuid.uuid4().hex
-        try:
-            self._submit(msg.data, 'topic', key)
-        except (InputError, UnknownStyleError, QueueFullError, SchedulerClosedError) as exc:
-            self._stats.last_error = str(exc)
-            self.get_logger().warning(f'text topic: not speaking {msg.data[:40]!r} '
-                                      f'[{key}]: {exc}')
-            self._marks.refused(key, msg.data, str(exc))
-        except Exception as exc:  # an unforeseen input must not take the node down
-            self._stats.last_error = f'{type(exc).__name__}: {exc}'
-            self.get_logger().error(f'text topic: failed on {msg.data[:40]!r} [{key}]: '
-                                    f'{self._stats.last_error}')
-            self._marks.refused(key, msg.data, self._stats.last_error)
-
-    def _record(self, utt: Utterance, source: str) -> None:
+    def record(self, utt: Utterance, source: str) -> None:
         """Count an utterance's outcome and log its one line (scheduler thread)."""
         line = self._stats.record(utt, source)
         if utt.outcome is Outcome.ABORTED:

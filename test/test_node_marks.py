@@ -257,3 +257,39 @@ def test_a_stream_without_an_end_is_spoken_after_its_timeout(ojt_node, ros_clien
     words = [w['value'] for w in marks.of(end['utterance'], 'word')]
     assert words[0] == 'はい' and 'ました' in ''.join(words)
     ros_client.node.destroy_publisher(pub)
+
+
+def test_an_urgent_text_goes_first_and_the_goal_it_cut_resumes_and_succeeds(
+        ojt_node, ros_client, mark_listener):
+    marks = mark_listener
+    action = ros_client.action_client(ojt_node.topic('say'))
+    text = 'これから館内をご案内します。まず一階の受付です。次に二階の展示室へ参ります。'
+    handle, feedback = send_goal(ros_client, action, text)
+    key = bytes(handle.goal_id.uuid).hex()
+    urgent_pub = _publisher(ros_client, ojt_node, 'text_urgent')
+    deadline = time.monotonic() + 30
+    while len(marks.of(key, 'word')) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    urgent_pub.publish(String(data='危ないです！'))
+    result = wait_future(handle.get_result_async(), 60)
+    assert result.status == GoalStatus.STATUS_SUCCEEDED and result.result.text == text
+    end = marks.wait_end(key)
+    assert end['value'] == 'succeeded' and end['heard'] == text
+    with marks.lock:
+        order = [(m['utterance'], m['type'], m.get('value')) for m in marks.marks]
+    urgent = next(u for u, kind, _ in order if kind == 'start' and u != key)
+    # The goal's words, the urgent text's, then the goal's again from its cut sentence.
+    owners = [u for u, kind, _ in order if kind == 'word']
+    runs = [u for i, u in enumerate(owners) if not i or owners[i - 1] != u]
+    assert runs == [key, urgent, key]
+    words = [v for u, kind, v in order if kind == 'word']
+    resumed = words[owners.index(key, owners.index(urgent)):]
+    # From the start of the sentence that was cut, to the end: every word once more.
+    rest = ''.join(resumed)
+    starts = [0] + [i + 1 for i, c in enumerate(text) if c == '。'][:-1]
+    assert any(rest == text[s:].replace('。', '') for s in starts), rest
+    urgent_end = marks.wait_end(urgent)
+    assert urgent_end['value'] == 'succeeded'
+    # Feedback went on after the urgent text: the goal's audio kept coming.
+    assert len(feedback) > 10
+    ros_client.node.destroy_publisher(urgent_pub)

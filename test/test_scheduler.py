@@ -292,17 +292,33 @@ def test_replace_drops_the_speaking_the_synthesised_ahead_and_the_waiting():
         sched.shutdown()
 
 
-def test_replace_is_never_refused_by_max_queue(rig):
-    sched, _, engine, _, _ = rig(max_queue=0)
-    engine.hold('一つ目')
-    first = submit_text(sched, '一つ目です。', VOICE)
-    assert engine.entered.wait(T)
-    sched.configure(queue_policy='replace')
-    second = submit_text(sched, '二つ目です。', VOICE)
-    third = submit_text(sched, '三つ目です。', VOICE)
-    assert first.cancel_reason is CancelReason.REPLACED
-    assert second.done and second.cancel_reason is CancelReason.REPLACED
-    assert third.wait(T) and third.outcome is Outcome.SUCCEEDED
+def test_replace_is_never_refused_by_max_queue():
+    clock = VirtualClock()
+    engine = ToneEngine(clock)
+    gate = threading.Event()
+
+    def held_playback(halt, timeout):  # nothing finishes playing until the test says
+        while not gate.is_set() and not halt.is_set():
+            gate.wait(0.005)
+        return clock.wait(halt, timeout)
+
+    sched = SpeechScheduler(engine, Recorder(), SchedulerConfig(max_queue=0), clock=clock,
+                            waiter=held_playback)
+    try:
+        engine.hold('一つ目')
+        first = submit_text(sched, '一つ目です。', VOICE)
+        assert engine.entered.wait(T)
+        sched.configure(queue_policy='replace')
+        second = submit_text(sched, '二つ目です。', VOICE)
+        third = submit_text(sched, '三つ目です。', VOICE)
+        assert first.cancel_reason is CancelReason.REPLACED
+        assert second.done and second.cancel_reason is CancelReason.REPLACED
+        gate.set()
+        assert third.wait(T) and third.outcome is Outcome.SUCCEEDED
+    finally:
+        gate.set()
+        engine.release()
+        sched.shutdown()
 
 
 def test_queue_bound_rejects_with_a_clear_error_and_drops_nothing(rig):

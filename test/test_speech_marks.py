@@ -105,7 +105,7 @@ class Rig:
 
     def _chunk(self, utt, chunk):
         with self.lock:
-            self.events.append(('chunk', chunk))
+            self.events.append(('chunk', chunk, utt.id))
             self.threads.append(threading.current_thread().name)
         self.got.set()
 
@@ -299,3 +299,45 @@ def test_a_streamed_reply_is_one_utterance_that_waits_for_its_pieces(rig):
     assert len(r.marks('start')) == 1 and utt.heard == text
     # The pieces are joined by predicted pauses, one utterance: its audio covers them all.
     assert len(utt.pauses) == len(utt.segments) - 1 and all(p > 0 for p in utt.pauses)
+
+
+
+
+def test_an_urgent_text_suspends_the_speaking_one_which_resumes_its_sentence(rig):
+    r = rig(max_lead_s=0.0)
+    r.engine.window_gate.clear()  # the first window of the first sentence is out
+    first = r.sched.submit(SEGMENTS, VoiceParams(), text=TEXT, source=TEXT)
+    assert r.engine.at_gate.wait(REAL_TIMEOUT_S)
+    r.wait_published(1)
+    heard_before = first.heard_end
+    urgent = r.sched.submit([Segment('あ。', Boundary.END, words=words_of('あ。'),
+                                     sentence=(0, 2))], VoiceParams(), text='あ。',
+                            source='あ。', urgent=True)
+    r.engine.window_gate.set()
+    assert urgent.wait(REAL_TIMEOUT_S) and urgent.outcome is Outcome.SUCCEEDED
+    assert first.wait(REAL_TIMEOUT_S) and first.outcome is Outcome.SUCCEEDED
+    with r.lock:
+        order = [e[2] for e in r.events if e[0] == 'chunk']
+    runs = [u for i, u in enumerate(order) if not i or order[i - 1] != u]
+    assert runs == [first.id, urgent.id, first.id]
+    # The cut sentence is heard again from its beginning, then the rest: every word.
+    values = [m.value for m in r.marks('word')]
+    assert values[-11:] == [c for c in TEXT if c in ROMAJI]
+    assert values[0] == 'か' and 'あ' in values
+    assert first.heard == TEXT and heard_before < len(TEXT)
+    assert len([m for m in r.marks('start')]) == 2  # one per utterance
+
+
+def test_an_urgent_text_without_resume_cuts_the_speaking_one(rig):
+    r = rig(max_lead_s=0.0)
+    r.engine.window_gate.clear()
+    first = r.sched.submit(SEGMENTS, VoiceParams(), text=TEXT, source=TEXT)
+    assert r.engine.at_gate.wait(REAL_TIMEOUT_S)
+    r.wait_published(1)
+    urgent = r.sched.submit([Segment('あ。', Boundary.END, words=words_of('あ。'))],
+                            VoiceParams(), text='あ。', urgent=True, resume=False)
+    r.engine.window_gate.set()
+    assert urgent.wait(REAL_TIMEOUT_S) and urgent.outcome is Outcome.SUCCEEDED
+    assert first.outcome is Outcome.CANCELED
+    assert first.cancel_reason is CancelReason.INTERRUPTED
+    assert first.heard == TEXT[:first.heard_end] and first.heard_end < len(TEXT)

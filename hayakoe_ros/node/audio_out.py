@@ -76,11 +76,18 @@ class AudioOut:
 
     def _on_matched(self, info) -> None:
         # A subscriber that has not matched yet misses what is published (volatile): the
-        # log says when a player (or a test) starts receiving.
-        what = 'a subscriber matched' if info.current_count_change > 0 else 'a subscriber left'
+        # log says when a player (or a test) starts receiving. One event may carry a match
+        # and a leave together (the counts' changes add up): each gets its line.
         pub = self._audio  # None once closed
         topic = pub.topic_name if pub is not None else 'audio'
-        self._node.get_logger().info(f'{topic}: {what} ({info.current_count} now)')
+        matched = max(0, info.total_count_change)
+        left = max(0, matched - info.current_count_change)
+        for _ in range(left):
+            self._node.get_logger().info(f'{topic}: a subscriber left '
+                                         f'({info.current_count} now)')
+        for _ in range(matched):
+            self._node.get_logger().info(f'{topic}: a subscriber matched '
+                                         f'({info.current_count} now)')
 
     def stamp_ns(self, utt, play_time: float) -> int:
         """Node-clock ns at which scheduler-clock ``play_time`` (s) plays for ``utt``.

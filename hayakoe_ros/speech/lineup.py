@@ -114,15 +114,74 @@ class Lineup:
             self._waiting.append(utt)
             return []
         victim, ahead = self._interrupt_locked()
+        self._put_ahead_locked([utt] + ahead)
+        self._urgent.add(utt)
+        return [victim] if victim is not None else []
+
+    def _put_ahead_locked(self, utterances: list) -> None:
         # Behind the interrupting utterances not yet started, then those synthesised
         # ahead (older than any waiting one), then the rest of the line.
         head = 0
         while head < len(self._waiting) and self._waiting[head] in self._urgent:
             head += 1
-        for k, queued in enumerate([utt] + ahead):
+        for k, queued in enumerate(utterances):
             self._waiting.insert(head + k, queued)
-        self._urgent.add(utt)
-        return [victim] if victim is not None else []
+
+    def admit_urgent(self, utt: Utterance, max_queue: int,
+                     refuse: Callable[[], Optional[Exception]],
+                     resume_at: Callable[[Utterance], Optional[int]]
+                     ) -> Tuple[List[Utterance], Optional[Tuple[Utterance, Attempt]]]:
+        """Put an urgent ``utt`` ahead of the line; the one speaking is suspended or cut.
+
+        As ``interrupt`` (behind other interrupting utterances not yet started; those
+        synthesised ahead restarted behind it), except that when ``resume_at(current)``
+        gives a segment index the one speaking is not canceled: it is restarted from that
+        segment (:meth:`~.utterance.Utterance.restart`) and put right behind ``utt``.
+
+        Args:
+            utt: The urgent utterance.
+            max_queue: As :meth:`admit` for ``interrupt``.
+            refuse: As :meth:`admit`.
+            resume_at: Where the one speaking goes on (called under this lock; it must
+                take no lock of the scheduler's), or None: it is canceled.
+
+        Returns:
+            ``(victims, suspended)``: the utterances to cancel (halted), and the one
+            suspended with its attempt before the restart (for its fade-out), or None.
+
+        Raises:
+            SchedulerClosedError: after :meth:`close`.
+            QueueFullError: more than ``max_queue`` wait; nothing was dropped.
+        """
+        with self._cv:
+            error = refuse()
+            if error is not None:
+                raise error
+            if self._closed is not None:
+                raise SchedulerClosedError(f'the speech scheduler is {self._closed}')
+            pending = self._pending_locked()
+            if pending > max_queue:
+                raise QueueFullError(f'queue full: {pending} utterances waiting '
+                                     f'(max_queue={max_queue}); nothing was dropped')
+            active = [u for u in self._in_flight if not u.done and not u.halted]
+            current = active[0] if active else None
+            at = resume_at(current) if current is not None else None
+            suspended: Optional[Tuple[Utterance, Attempt]] = None
+            victims: List[Utterance] = []
+            if current is not None and at is not None:
+                suspended = (current, current.attempt)
+                current.restart(at)
+                self._in_flight.remove(current)
+            elif current is not None:
+                current.halt()
+                victims.append(current)
+            for later in active[1:]:
+                later.restart()
+                self._in_flight.remove(later)
+            self._put_ahead_locked([utt] + ([current] if suspended else []) + active[1:])
+            self._urgent.add(utt)
+            self._cv.notify_all()
+            return victims, suspended
 
     def _interrupt_locked(self) -> Tuple[Optional[Utterance], List[Utterance]]:
         # A halted utterance (canceled a moment ago, its outcome not yet given) is not

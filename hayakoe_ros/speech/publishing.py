@@ -165,14 +165,16 @@ class Publishing:
             return error
         return ''
 
-    def _fade_out(self, utt: Utterance) -> None:
+    def _fade_out(self, utt: Utterance, attempt=None) -> None:
         """End a cut utterance's published audio with a fade-out (under ``_pub_lock``).
 
         :meth:`.track.Track.fade_out` makes it; nothing when its audio ended silent or
-        never started.
+        never started. ``attempt``: the attempt whose audio is cut (default: the
+        utterance's current one; an urgent text's suspension passes the one it replaced).
         """
         track = self._track
-        if track is None or track.utt is not utt or track.attempt is not utt.attempt \
+        attempt = attempt or utt.attempt
+        if track is None or track.utt is not utt or track.attempt is not attempt \
                 or track.end_play_time is None:
             return
         for samples, valid in track.fade_out():

@@ -169,7 +169,8 @@ class SpeechScheduler(Publishing):
                volume: float = 1.0,
                on_done: Optional[Callable[[Utterance], None]] = None,
                on_chunk: Optional[Callable[[Utterance, AudioChunk], None]] = None,
-               key: str = '', source: str = '', streaming: bool = False) -> Utterance:
+               key: str = '', source: str = '', streaming: bool = False,
+               urgent: bool = False, resume: bool = True) -> Utterance:
         """Queue one utterance, already cut into segments by the text front end.
 
         Args:
@@ -188,6 +189,11 @@ class SpeechScheduler(Publishing):
                 refer (what was heard is a prefix of it); '' = ``text``.
             streaming: More segments will come (:meth:`extend`; a streamed reply): the
                 utterance ends only after :meth:`end_stream`.
+            urgent: Speak it next, ahead of the line, whatever ``queue_policy``: the one
+                speaking stops within a chunk and, with ``resume``, goes on after it from
+                the start of the sentence that was cut (else it is canceled,
+                :attr:`CancelReason.INTERRUPTED`).
+            resume: See ``urgent``.
 
         Returns:
             The queued :class:`Utterance`.
@@ -209,12 +215,27 @@ class SpeechScheduler(Publishing):
                         self._clock(), on_done, on_chunk, key=key, source=source)
         if streaming:
             utt.open_stream()
+        if urgent:
+            self._admit_urgent(utt, cfg.max_queue, resume)
+            return utt
         victims = self._line.admit(utt, cfg.queue_policy, cfg.max_queue, self._refusal)
         reason = (CancelReason.REPLACED if cfg.queue_policy is QueuePolicy.REPLACE
                   else CancelReason.INTERRUPTED)
         for victim in victims:
             self.cancel(victim, reason)
         return utt
+
+    def _admit_urgent(self, utt: Utterance, max_queue: int, resume: bool) -> None:
+        # Under the publishing lock: the one speaking publishes nothing more between its
+        # suspension and its fade-out, and its heard text (the resume point) is final.
+        with self._pub_lock:
+            victims, suspended = self._line.admit_urgent(
+                utt, max_queue, self._refusal,
+                (lambda u: u.resume_point()) if resume else (lambda u: None))
+            if suspended is not None:
+                self._fade_out(*suspended)
+        for victim in victims:
+            self.cancel(victim, CancelReason.INTERRUPTED)
 
     def extend(self, utt: Utterance, segments: Sequence[Segment], source: str) -> None:
         """Add a streamed reply's next segments (``submit(..., streaming=True)``).

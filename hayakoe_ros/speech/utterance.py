@@ -287,17 +287,37 @@ class Utterance:
                                  or not self._streaming or self.halted, timeout)
             return len(attempt.segments) > count
 
-    def restart(self) -> Attempt:
+    def restart(self, from_segment: int = 0) -> Attempt:
         """Drop the current attempt (halted) and begin a new one from the segments.
 
         The scheduler's transition for an utterance synthesised ahead that an interrupt
-        puts back in line (under its lock). Returns the new attempt.
+        puts back in line, or one an urgent text suspends (it goes on from
+        ``from_segment``: :meth:`resume_point`), under the line's lock. Returns the new
+        attempt.
         """
         old = self.attempt
         old.halt()
         with self._grown:  # a streamed piece added meanwhile goes to the new attempt too
-            self.attempt = Attempt(old.number + 1, self._segments)
+            self.attempt = Attempt(old.number + 1, self._segments[from_segment:])
         return self.attempt
+
+    def resume_point(self) -> Optional[int]:
+        """Where a cut utterance goes on: the segment that starts the sentence cut.
+
+        That is the sentence holding the first word not heard (:attr:`heard_end`), so the
+        listener hears it again from its beginning. None when every word was heard
+        (nothing to go on with). Segments without words (no front-end analysis) resume
+        from the start while nothing was heard.
+        """
+        with self._grown:
+            segments = list(self._segments)
+        index = next((i for i, seg in enumerate(segments)
+                      if any(w.end > self.heard_end for w in seg.words)), None)
+        if index is None:
+            return 0 if not self.heard_end and segments else None
+        while index > 0 and segments[index].sentence is None:
+            index -= 1
+        return index
 
     def halt(self) -> None:
         """Publish nothing more of it and abort its engine call (a cancel or an abort)."""
