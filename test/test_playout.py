@@ -7,6 +7,7 @@ does (blocks of frames with their DAC time); the rate policy of :class:`Player` 
 against a fake ``sounddevice`` module (the sound card is the boundary).
 """
 
+import json
 import types
 
 import numpy as np
@@ -402,3 +403,29 @@ def test_a_cut_of_another_utterance_leaves_the_one_playing_alone():
     heard = dev.heard()
     s0 = int(round((stamp - 100.0) * TONE_RATE))
     np.testing.assert_array_equal(heard[s0:s0 + 4 * 2048], tone(4 * 2048))
+
+
+def test_mark_follower_cuts_a_suspended_utterance_where_the_next_starts():
+    from hayakoe_ros.player.marks import MarkFollower, parse_mark
+
+    cuts, begins = [], []
+    follower = MarkFollower(begins.append,
+                            lambda start, end, approx: cuts.append((start, end)) or 0.25)
+
+    def mark(utt, kind, ns, value=''):
+        sec, nanosec = divmod(ns, 1_000_000_000)
+        return parse_mark(json.dumps({'utterance': utt, 'type': kind, 'time': 0,
+                                      'stamp': {'sec': sec, 'nanosec': nanosec},
+                                      'value': value}))
+
+    assert follower.on_mark(mark('a', 'start', 10_000_000_000)) is None
+    # An urgent text starts while 'a' has not ended: 'a' is cut where it starts.
+    line = follower.on_mark(mark('u', 'start', 11_500_000_000))
+    assert cuts == [(10.0, 11.5)] and 'suspended by u' in line
+    assert follower.on_mark(mark('u', 'end', 12_000_000_000, 'succeeded')) is None
+    # 'a' goes on and succeeds: nothing more is cut; a canceled one is cut at its end.
+    assert follower.on_mark(mark('a', 'end', 14_000_000_000, 'succeeded')) is None
+    follower.on_mark(mark('b', 'start', 15_000_000_000))
+    follower.on_mark(mark('b', 'end', 15_400_000_000, 'canceled'))
+    assert cuts[1:] == [(pytest.approx(15.0), pytest.approx(15.4))]
+    assert begins == [10.0, 11.5, pytest.approx(15.0)]

@@ -77,6 +77,10 @@ def parse_mark(data: str) -> Mark:
 class MarkFollower:
     """Pairs ``start`` and ``end`` marks and tells the player what to cut.
 
+    An ``end`` mark that is not ``succeeded`` cuts its utterance at the end's stamp; a
+    ``start`` mark while another utterance has not ended (an urgent text suspended it, to
+    resume later) cuts that one at the new start's stamp.
+
     Args:
         begin: Called with an utterance's start stamp (s) on its ``start`` mark.
         cut: Called as ``cut(start, end, approx_start)`` on an ``end`` mark whose
@@ -84,9 +88,6 @@ class MarkFollower:
             came, and ``approx_start`` is then the end less the mark's ``time``. Returns
             the seconds of audio dropped.
     """
-
-    #: Utterances whose start is remembered until their end mark (oldest forgotten).
-    KEEP = 64
 
     def __init__(self, begin: Callable[[float], None],
                  cut: Callable[[Optional[float], float, float], float]) -> None:
@@ -97,11 +98,20 @@ class MarkFollower:
     def on_mark(self, mark: Mark) -> Optional[str]:
         """Act on one mark; return a line for the log when it cut an utterance."""
         if mark.type == 'start':
+            # tts_node speaks one utterance at a time and ends each with its end mark
+            # before the next starts, unless an urgent text suspended it: what is still
+            # held of one that did not end is abandoned where the new one starts.
+            line = None
+            for other, start in list(self._starts.items()):
+                if other != mark.utterance:
+                    del self._starts[other]
+                    dropped = self._cut(start, mark.stamp, start)
+                    if dropped > 0:
+                        line = (f'utterance {other} suspended by {mark.utterance}: dropped '
+                                f'{dropped * 1e3:.0f} ms of its audio held here')
             self._starts[mark.utterance] = mark.stamp
-            while len(self._starts) > self.KEEP:
-                self._starts.popitem(last=False)
             self._begin(mark.stamp)
-            return None
+            return line
         if mark.type != 'end':
             return None
         start = self._starts.pop(mark.utterance, None)
