@@ -529,3 +529,53 @@ def test_a_bad_speech_mark_is_a_warning_and_the_player_plays_on(pulse, ros_clien
         ros_client.node.destroy_publisher(pub)
         ros_client.node.destroy_publisher(marks)
         player.stop()
+
+
+def test_a_canceled_goal_goes_silent_on_the_speaker_at_once(pulse, ros_client):
+    """End to end: tts_node (Open JTalk) -> player_node; a say goal canceled mid-speech.
+
+    tts_node publishes up to 0.3 s ahead; without the end mark the player would play it
+    all. The sound must stop within the device latency + 30 ms of the cancel (the cancel's
+    way to the node and the end mark's back included), without a click.
+    """
+    from ros_utils import send_goal, wait_future
+
+    tts = NodeProcess({'engine': 'openjtalk', 'chunk': 2048})
+    player = start_player(pulse, tts.namespace)
+    try:
+        wait_until_matched(player)
+        action = ros_client.action_client(tts.topic('say'))
+        recording = pulse.record()
+        text = 'これから館内をご案内します。まず一階の受付へ参りましょう。'
+        handle, feedback = send_goal(ros_client, action, text)
+        deadline = time.monotonic() + 30
+        while len(feedback) < 16 and time.monotonic() < deadline:  # 0.7 s of speech out
+            time.sleep(0.01)
+        t_first = feedback[0][0]
+        t_cancel = time.monotonic()
+        wait_future(handle.cancel_goal_async(), 10)
+        result = wait_future(handle.get_result_async(), 30)
+        assert result.result.text and result.result.text != text  # what was heard
+        values = {}
+        while int(values.get('cut_utterances', 0)) < 1 and time.monotonic() < deadline:
+            values = {kv.key: kv.value for kv in ros_client.diagnostics(player).values}
+        while (recording.path.stat().st_size // 2 < (t_cancel - recording.t0 + 1.0)
+               * SINK_RATE and time.monotonic() < deadline):
+            time.sleep(0.05)  # the recorder writes as the sink plays
+        heard = recording.stop()
+        first, last = loud_extent(heard)
+        latency = float(values['output_latency_s'])
+        # The first chunk was heard buffer + latency after it arrived (its first 10 ms
+        # are the voice's lead-in): the sound's end, on the same footing as the cancel.
+        stop_after_cancel = ((last - first) / SINK_RATE - (t_cancel - t_first) + 0.1
+                             + latency + 0.010)
+        window = heard[max(first, last - 4800):last + 4800]
+        largest_end_step = float(np.max(np.abs(np.diff(window[-600:]))))
+        print(f'say canceled: sound stopped {stop_after_cancel * 1e3:.0f} ms after the cancel '
+              f'(device latency {latency * 1e3:.0f} ms); player {values}')
+        assert values['cut_utterances'] == '1', values
+        assert stop_after_cancel <= latency + 0.030, stop_after_cancel
+        assert largest_end_step < 0.05, largest_end_step
+    finally:
+        assert player.stop() == 0, player.log()
+        assert tts.stop() == 0, tts.log()
