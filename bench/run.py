@@ -40,7 +40,7 @@ if str(REPO) not in sys.path:  # tools/ is a top-level package, not installed
     sys.path.insert(0, str(REPO))
 
 from bench import (frontend_speed, memory_report, openjtalk_isolation,  # noqa: E402
-                   pulse_playout, report, responsiveness)
+                   pulse_playout, report, responsiveness, stream_ttfa)
 from bench.node_driver import BenchClient, NodeProcess, read_cpu_s, read_vm_kib  # noqa: E402
 from bench.raw_worker import SPEAKER, VOICE, model_root  # noqa: E402
 from bench.texts import benchmark_sentences, benchmark_texts, rate_sentences  # noqa: E402,E501
@@ -557,6 +557,10 @@ def markdown(a: dict, results: dict) -> str:
     if pp:
         parts += ['### Playing through player_node (bench/pulse_playout.py)', '',
                   pulse_playout.markdown(pp), '']
+    st = results['raw'].get('extras', {}).get('stream_ttfa')
+    if st:
+        parts += ['### Streamed replies (bench/stream_ttfa.py)', '', stream_ttfa.markdown(st),
+                  '']
     fe = results['raw'].get('extras', {}).get('frontend')
     if fe:
         parts += ['### Text front end (bench/frontend_speed.py)', '',
@@ -668,6 +672,8 @@ def main(argv=None) -> int:
                 extras['frontend'] = frontend_speed.measure()
                 log('20 utterances through player_node into PulseAudio (underruns)')
                 extras['pulse_playout'] = pulse_playout.measure()
+                log('a streamed reply on text_stream: first audio after its first sentence')
+                extras['stream_ttfa'] = stream_ttfa.measure()
             except Exception:
                 for f in sorted(log_dir.iterdir()):  # the processes' logs explain it
                     print(f'--- {f.name}\n{f.read_text(errors="replace")[-4000:]}',

@@ -41,8 +41,8 @@ PARAMETER_ARGUMENTS = {
     'style': (str, 'Voice style name, e.g. Neutral.'),
     'rate': (float, 'Speaking-rate multiplier (2.0 = twice as fast).'),
     'volume': (float, 'Linear gain of the voice (1.0 = model level).'),
-    'queue_policy': (str, "'enqueue' (FIFO) or 'interrupt' (new speech cancels the current "
-                          'one).'),
+    'queue_policy': (str, "'enqueue' (FIFO), 'interrupt' (new speech cancels the current "
+                          "one) or 'replace' (newest wins: the queue is dropped too)."),
     'chunk': (int, 'Frames per audio message.'),
     'frame_id': (str, 'header.frame_id of audio messages.'),
     'autostart': (bool, 'Configure and activate without a lifecycle manager (true/false).'),
