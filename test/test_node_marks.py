@@ -15,10 +15,13 @@ import time
 import numpy as np
 import pytest
 from action_msgs.msg import GoalStatus
+from lifecycle_msgs.msg import Transition
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
-from ros_utils import NodeProcess, send_goal, wait_future
+from std_srvs.srv import Trigger
+
+from ros_utils import NodeProcess, change_state, send_goal, wait_future
 
 pytestmark = pytest.mark.ros
 
@@ -293,3 +296,45 @@ def test_an_urgent_text_goes_first_and_the_goal_it_cut_resumes_and_succeeds(
     # Feedback went on after the urgent text: the goal's audio kept coming.
     assert len(feedback) > 10
     ros_client.node.destroy_publisher(urgent_pub)
+
+
+def test_ten_thousand_one_character_fragments_leave_the_node_serving(ojt_node, ros_client,
+                                                                    mark_listener):
+    marks = mark_listener
+    pub = _publisher(ros_client, ojt_node, 'text_stream')
+    for i in range(10_000):
+        pub.publish(String(data='はい、そうです。'[i % 8]))
+    deadline = time.monotonic() + 30
+    while len(marks.of(kind='word')) < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    (start,) = marks.of(kind='start')
+    stop = ros_client.node.create_client(Trigger, ojt_node.topic('stop'))
+    assert stop.wait_for_service(timeout_sec=10)
+    response = wait_future(stop.call_async(Trigger.Request()), 10)
+    assert response.success
+    end = marks.wait_end(start['utterance'])
+    assert end['value'] == 'interrupted' and end['heard'].startswith('はい')
+    pub.publish(String(data=''))  # the reply ends: its later fragments were dropped
+    # The node goes on serving.
+    action = ros_client.action_client(ojt_node.topic('say'))
+    handle, _ = send_goal(ros_client, action, 'まだ話せます。')
+    result = wait_future(handle.get_result_async(), 30)
+    assert result.status == GoalStatus.STATUS_SUCCEEDED
+    ros_client.node.destroy_publisher(pub)
+    ros_client.node.destroy_client(stop)
+
+
+def test_an_urgent_text_while_inactive_is_an_error_with_an_end_mark(ojt_node, ros_client,
+                                                                   mark_listener):
+    marks = mark_listener
+    pub = _publisher(ros_client, ojt_node, 'text_urgent')
+    assert change_state(ros_client, ojt_node, Transition.TRANSITION_DEACTIVATE)
+    try:
+        pub.publish(String(data='緊急です。'))
+        end = marks.wait_end(timeout=10)
+        assert end['value'] == 'aborted' and end['heard'] == ''
+        assert 'not active' in end['error'], end
+        ojt_node.wait_for_log('text urgent topic: not speaking', 10)
+    finally:
+        assert change_state(ros_client, ojt_node, Transition.TRANSITION_ACTIVATE)
+    ros_client.node.destroy_publisher(pub)
