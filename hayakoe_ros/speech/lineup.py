@@ -87,11 +87,7 @@ class Lineup:
             QueueFullError: the line is full; nothing was dropped.
         """
         with self._cv:
-            error = refuse()
-            if error is not None:
-                raise error
-            if self._closed is not None:
-                raise SchedulerClosedError(f'the speech scheduler is {self._closed}')
+            self._check_open_locked(refuse)
             if policy is QueuePolicy.REPLACE:
                 victims = self._replace_locked(utt)
             else:
@@ -99,6 +95,14 @@ class Lineup:
                                              max_queue)
             self._cv.notify_all()
             return victims
+
+    def _check_open_locked(self, refuse: Callable[[], Optional[Exception]]) -> None:
+        """Raise what ``refuse`` returns, or :class:`SchedulerClosedError` once closed."""
+        error = refuse()
+        if error is not None:
+            raise error
+        if self._closed is not None:
+            raise SchedulerClosedError(f'the speech scheduler is {self._closed}')
 
     def _queue_locked(self, utt: Utterance, interrupt: bool,
                       max_queue: int) -> List[Utterance]:
@@ -154,11 +158,7 @@ class Lineup:
             QueueFullError: more than ``max_queue`` wait; nothing was dropped.
         """
         with self._cv:
-            error = refuse()
-            if error is not None:
-                raise error
-            if self._closed is not None:
-                raise SchedulerClosedError(f'the speech scheduler is {self._closed}')
+            self._check_open_locked(refuse)
             pending = self._pending_locked()
             if pending > max_queue:
                 raise QueueFullError(f'queue full: {pending} utterances waiting '

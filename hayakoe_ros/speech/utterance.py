@@ -144,7 +144,7 @@ class Attempt:
     before the restart, a segment joined) cannot reach the attempt that replaced it.
 
     Who writes what: the synthesis thread, while it synthesises the attempt, writes
-    ``segments`` (:func:`~.synthesis.grow_segment` joins pieces), ``pauses``,
+    ``segments`` (:func:`~.growth.grow_segment` joins pieces), ``pauses``,
     ``synth_seconds``, ``start_at`` and the planned ``start_delay_s``; the publisher
     thread, while it publishes the attempt, ``underruns`` and the ``start_delay_s`` that
     took effect; the scheduler creates and halts attempts. Others read them once the
