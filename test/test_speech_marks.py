@@ -341,3 +341,46 @@ def test_an_urgent_text_without_resume_cuts_the_speaking_one(rig):
     assert first.outcome is Outcome.CANCELED
     assert first.cancel_reason is CancelReason.INTERRUPTED
     assert first.heard == TEXT[:first.heard_end] and first.heard_end < len(TEXT)
+
+
+def _marks_of(engine, text, voice, **config):
+    """(marks, utterance) of ``text`` through a real scheduler on ``engine`` (pacing off)."""
+    from hayakoe_ros.text.pipeline import prepare
+
+    got = []
+    sched = SpeechScheduler(engine, lambda u, c: None,
+                            SchedulerConfig(pacing=False, **config),
+                            on_mark=lambda u, m, t: got.append(m))
+    try:
+        cleaned, segments = prepare(text, 2000, 60, 8)
+        utt = sched.submit(segments, voice, text=cleaned, source=text)
+        assert utt.wait(60) and utt.outcome is Outcome.SUCCEEDED
+        return got, utt
+    finally:
+        sched.shutdown()
+
+
+@pytest.mark.parametrize('wrap', ['plain', 'cache', 'resample'])
+def test_both_voices_mark_every_word_through_cache_and_resampling(
+        tiny_engine, openjtalk_engine, det_voice, tmp_path, wrap):
+    from hayakoe_ros.engines.phrase_cache import CachingEngine
+    from hayakoe_ros.engines.resample import ResampledEngine
+
+    text = '10:30に出発します。今日は、いい天気ですね。'
+    for engine, voice in ((tiny_engine, det_voice), (openjtalk_engine, VoiceParams())):
+        if wrap == 'resample':
+            engine = ResampledEngine(engine, 16000)
+        elif wrap == 'cache':
+            engine = CachingEngine(engine, 16, str(tmp_path / engine.name))
+        marks, utt = _marks_of(engine, text, voice)
+        words = [m for m in marks if m.kind == 'word']
+        assert words[0].value == '10:30' and (words[0].start, words[0].end) == (0, 5)
+        assert [text[w.start:w.end] for w in words] == [w.value for w in words]
+        assert all(w.duration > 0 for w in words), engine.name
+        phonemes = [m for m in marks if m.kind == 'phoneme']
+        assert phonemes and max(p.position + p.duration for p in phonemes) <= \
+            utt.audio_samples + engine.sample_rate * 0.05
+        if wrap == 'cache':  # a hit: the same marks as the miss
+            again, _ = _marks_of(engine, text, voice)
+            assert [(m.kind, m.value, m.start) for m in again] == \
+                [(m.kind, m.value, m.start) for m in marks]
