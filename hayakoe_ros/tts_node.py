@@ -165,9 +165,11 @@ class TTSNode(LifecycleNode):
             self._scheduler = SpeechScheduler(
                 engine, self._out.publish,
                 scheduler_config(self._values(SCHEDULER_PARAMETERS)),
-                on_speaking=self._out.set_speaking, on_mark=self._marks.publish)
+                on_speaking=self._out.set_speaking,
+                on_mark=self._marks.publish if self._p('marks') else None)
             self._out.open(self._p('qos_depth'))
-            self._marks.open(self._p('qos_depth'))
+            if self._p('marks'):  # else no publisher: nothing goes out on 'marks'
+                self._marks.open(self._p('qos_depth'))
             self._say = SayActionServer(self, self._speak_goal, self._cancel,
                                         self._out.message, self._p('qos_depth'), self._group)
             self._stop_srv = self.create_service(Trigger, 'stop', self._on_stop,

@@ -94,12 +94,15 @@ class Pacing:
         paced: Chunks are released in real time (the scheduler's ``pacing``).
         max_chars: ``max_segment_chars``: the longest segment :func:`grow_segment` may
             make by joining word-cut segments; 0 joins none.
+        marks: Compute each segment's speech marks (False when nobody takes them: the
+            alignment is skipped).
     """
 
     rates: RateEstimator = dataclasses.field(default_factory=RateEstimator)
     gapless: bool = False
     paced: bool = True
     max_chars: int = 0
+    marks: bool = True
 
 
 def grow_segment(engine: Engine, utt: Utterance, k: int, pacing: Pacing, ahead_s: float,
@@ -239,7 +242,8 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
         windows = _windows(engine, seg.text, voice, windowed=windowed)
         seg_start = handed  # where this segment's first sample goes in the stream
         phones: tuple = ()
-        marks: Optional[tuple] = None  # computed once the segment's start is decided
+        # Computed once the segment's start is decided; () when nobody takes marks.
+        marks: Optional[tuple] = None if pacing.marks else ()
         while True:
             try:
                 with engine.cancellable(token):
