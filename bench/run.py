@@ -14,7 +14,10 @@ the repository's own texts, test/data/texts.yaml, each a prefix of the next):
 * peak RSS (VmHWM) and steady RSS (idle after speaking) of the node process and of a raw
   hayakoe process doing the same work, and their ratio (``bench/memory_report.py``);
 * thread scaling (``num_threads`` 1 and 2), the Open JTalk engine, the phoneme rate of the
-  model's duration predictor, and what the node's per-boundary pause prediction costs.
+  model's duration predictor, and what the node's per-boundary pause prediction costs;
+* speech marks (``bench/marks_cost.py``): node CPU per audio second with ``marks`` on vs
+  off (Open JTalk, and hayakoe on the 1- and 3-sentence texts), and on Open JTalk how far
+  word marks lie from the sound's onset in the published PCM and from their stamps.
 
 Raw hayakoe runs in worker processes (``bench/raw_worker.py``), the node as a subprocess;
 raw and node runs alternate (raw first on even repetitions, node first on odd ones) after
@@ -39,8 +42,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # tools/ is a top-level package, not installed
     sys.path.insert(0, str(REPO))
 
-from bench import (frontend_speed, memory_report, openjtalk_isolation,  # noqa: E402
-                   pulse_playout, report, responsiveness, stream_ttfa)
+from bench import (frontend_speed, marks_cost, memory_report,  # noqa: E402
+                   openjtalk_isolation, pulse_playout, report, responsiveness, stream_ttfa)
 from bench.node_driver import BenchClient, NodeProcess, read_cpu_s, read_vm_kib  # noqa: E402
 from bench.raw_worker import SPEAKER, VOICE, model_root  # noqa: E402
 from bench.texts import benchmark_sentences, benchmark_texts, rate_sentences  # noqa: E402,E501
@@ -327,6 +330,8 @@ def analyse(h: dict, micro: dict, ojt: dict, extras: dict | None = None) -> dict
         'generate': report.ratios([r['compute_s'] for r in h['generate'][10]],
                                   [r['compute_s'] for r in h['generate'][1]])}
     out['responsiveness'] = responsiveness.analyse(h, extras or {})
+    out['marks'] = {engine: marks_cost.analyse(raw)
+                    for engine, raw in (extras or {}).get('marks', {}).items()}
     out['cancel'] = {k: report.summary([c[k] for c in h['cancel']])
                      for k in ('latency_s', 'ack_s', 'late_chunks', 'downstream_s')}
     rss = h['rss']
@@ -398,6 +403,8 @@ def claims(a: dict) -> list:
                  report.fmt(c, ' ms', 1000, 1), f'≤ {TARGETS["cancel_ms"]:.0f} ms',
                  report.status(c['median'] * 1000, TARGETS['cancel_ms'], False)])
     rows += responsiveness.claims(a['responsiveness'])
+    for m in a.get('marks', {}).values():
+        rows += marks_cost.claims(m)
     rows += memory_report.claims(a['rss_mb'])
     if 'phoneme_rate' in a:
         pr = a['phoneme_rate']
@@ -471,6 +478,8 @@ def markdown(a: dict, results: dict) -> str:
                   ['audio published before the cancel that plays after it (stamps)',
                    fmt(c['downstream_s'], ' ms', 1000, 0)]]), '']
     parts += responsiveness.markdown(a['responsiveness'])
+    for m in a.get('marks', {}).values():
+        parts += marks_cost.markdown(m)
     t_lo, t_hi = results['config']['threads_compared']
     parts += memory_report.markdown(a['rss_mb'], t_lo, t_hi)
     parts += ['### Thread scaling', '']
@@ -624,6 +633,8 @@ def main(argv=None) -> int:
                         help='ONNX Runtime threads of the main comparison')
     parser.add_argument('--no-openjtalk', action='store_true')
     parser.add_argument('--no-micro', action='store_true')
+    parser.add_argument('--no-marks', action='store_true',
+                        help='skip bench/marks_cost.py (speech marks: cost, alignment)')
     parser.add_argument('--no-speech-scripts', action='store_true',
                         help='skip bench/first_segment.py and bench/gapless.py (no ROS)')
     parser.add_argument('--render', type=Path, metavar='RESULTS_JSON',
@@ -674,6 +685,14 @@ def main(argv=None) -> int:
                 extras['pulse_playout'] = pulse_playout.measure()
                 log('a streamed reply on text_stream: first audio after its first sentence')
                 extras['stream_ttfa'] = stream_ttfa.measure()
+                if not args.no_marks:
+                    log('speech marks: marks on vs off (Open JTalk, then hayakoe)')
+                    extras['marks'] = {
+                        'openjtalk': marks_cost.measure({'engine': 'openjtalk'}, args.reps,
+                                                        log_dir, ns, log=log),
+                        'hayakoe': marks_cost.measure(
+                            hayakoe_params(root, speaker, args.threads), args.reps,
+                            log_dir, ns, sizes=(1, 3), log=log)}
             except Exception:
                 for f in sorted(log_dir.iterdir()):  # the processes' logs explain it
                     print(f'--- {f.name}\n{f.read_text(errors="replace")[-4000:]}',

@@ -12,6 +12,12 @@ read from /diagnostics; wall time over audio duration if unavailable).
 (front end, user dictionary, then Open JTalk's g2p: :func:`hayakoe_ros.speech.reading`) and
 exits; no node and no ROS are needed (rclpy is not imported). ``--user-dictionary FILE``
 applies a dictionary as the node's ``user_dictionary`` parameter does.
+
+``say --marks "10:30に出発します。"`` also prints the utterance's speech marks, one a line,
+as the node publishes them on ``marks`` (the topic beside the action: ``--action
+/robot/say`` reads ``/robot/marks``; ``--marks-topic`` names another), ending with the
+``end`` mark (outcome, heard text); ``--mark-types word,ssml`` prints only those types
+(and the end). The WAV is still written unless ``--no-wav``.
 """
 
 from __future__ import annotations
@@ -39,11 +45,30 @@ def main(argv=None) -> int:
     parser.add_argument('--action', default='say', help='action name (default: say)')
     parser.add_argument('--timeout', type=float, default=120.0,
                         help='longest wait for the node and for the result (s; default 120)')
+    parser.add_argument('--marks', action='store_true',
+                        help="print the utterance's speech marks (the node's marks topic), "
+                        'one a line, as they come')
+    parser.add_argument('--marks-topic', metavar='TOPIC',
+                        help='marks topic (default: beside the action, /robot/say -> '
+                        '/robot/marks)')
+    parser.add_argument('--mark-types', metavar='TYPES', default='all',
+                        help='with --marks: comma-separated types to print, of start, '
+                        'sentence, word, phoneme, viseme, ssml, end (default all; the end '
+                        'mark is always printed)')
+    parser.add_argument('--no-wav', action='store_true', help='write no WAV file')
     parser.add_argument('--print-reading', action='store_true',
                         help='print the katakana reading of TEXT and exit (no node needed)')
     parser.add_argument('--user-dictionary', metavar='FILE',
                         help='with --print-reading: apply this user dictionary')
     args = parser.parse_args(argv)
+    from .say_marks import marks_topic_for, parse_types  # no ROS
+
+    try:
+        args.mark_types = parse_types(args.mark_types)
+    except ValueError as exc:
+        parser.error(f'--mark-types: {exc}')
+    if args.marks_topic is None:
+        args.marks_topic = marks_topic_for(args.action)
     text = args.text if args.text is not None else sys.stdin.read()
     if args.print_reading:
         from .text import InputError, reading

@@ -8,7 +8,9 @@ first audio (goal sent to first feedback chunk) and the real-time factor (the no
 synthesis compute time over audio duration, from a /diagnostics report already received
 that counts the utterance; else wall time over audio duration). It returns as soon as the
 result is in, names the TTS action servers it sees when its own is not among them, and on
-SIGINT cancels its goal and exits 130 without a traceback.
+SIGINT cancels its goal and exits 130 without a traceback. With ``--marks`` it also
+subscribes to the node's ``marks`` topic and prints the goal's speech marks as they come
+(:mod:`hayakoe_ros.say_marks`), waiting a little after the result for the ``end`` mark.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ from rclpy.action import ActionClient, get_action_names_and_types
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
+from std_msgs.msg import String
+
+from .say_marks import Timeline
 
 #: Depth of the client's feedback queue: the node's audio depth (qos_depth, 100): the WAV
 #: is written from feedback, and rclpy's default depth 10 lost chunks when the client
@@ -43,6 +48,15 @@ LOOK_AROUND_S = 5.0
 
 #: How long a canceled goal's cancel request gets to reach the node at SIGINT (s).
 CANCEL_WAIT_S = 2.0
+
+#: How long ``say --marks`` waits for the ``marks`` publisher before sending its goal, and
+#: for the ``end`` mark after the result (s): the node publishes that mark before the
+#: result, on another topic, so it is normally in already.
+MARKS_WAIT_S = 3.0
+
+#: Depth of the ``marks`` subscription: an utterance has several marks per chunk
+#: (phonemes, visemes), all released at once before the chunk.
+MARKS_DEPTH = 1000
 
 
 def write_wav(path: str, samples: np.ndarray, sample_rate: int) -> None:
@@ -68,10 +82,15 @@ class SayClient(Node):
         action_name: The ``say`` action's name (relative names resolve in the node's
             namespace).
         stop: Set by a signal handler: every wait ends, the goal is canceled.
+        marks_topic: Subscribe to this ``marks`` topic and print the goal's marks
+            through ``timeline`` (None: no marks).
+        timeline: Prints the marks (default: every type, to stdout).
     """
 
     def __init__(self, action_name: str = 'say',
-                 stop: Optional[threading.Event] = None) -> None:
+                 stop: Optional[threading.Event] = None,
+                 marks_topic: Optional[str] = None,
+                 timeline: Optional[Timeline] = None) -> None:
         super().__init__('say_client')
         self._client: ActionClient = ActionClient(
             self, TTS, action_name, feedback_sub_qos_profile=QoSProfile(
@@ -89,6 +108,13 @@ class SayClient(Node):
         self._diag = self.create_subscription(DiagnosticArray, '/diagnostics',
                                               self._on_diag, 10)
         self._lock = threading.Lock()
+        self.timeline: Optional[Timeline] = None
+        self._marks_sub = None
+        if marks_topic is not None:
+            self.timeline = timeline or Timeline()
+            self._marks_sub = self.create_subscription(
+                String, marks_topic, lambda msg: self.timeline.on_message(msg.data),
+                QoSProfile(depth=MARKS_DEPTH, reliability=ReliabilityPolicy.RELIABLE))
 
     def _on_diag(self, msg: DiagnosticArray) -> None:
         for status in msg.status:
@@ -174,6 +200,7 @@ class SayClient(Node):
             Interrupted: SIGINT or SIGTERM.
         """
         self.wait_for_server(timeout)
+        self._wait_marks_publisher()
         self._baseline = self.spoken  # utterances the node had spoken, if it has said yet
         goal = TTS.Goal(text=text, language=language, rate=rate, volume=volume)
         sent_at = time.monotonic()
@@ -186,6 +213,8 @@ class SayClient(Node):
         handle = future.result()
         if handle is None or not handle.accepted:
             raise RuntimeError('goal rejected by the node')
+        if self.timeline is not None:
+            self.timeline.set_key(bytes(handle.goal_id.uuid).hex())
         result_future = handle.get_result_async()
         if not self._spin_until(result_future.done, timeout):
             if self._stop.is_set():
@@ -196,7 +225,28 @@ class SayClient(Node):
         if result is None:
             raise RuntimeError('the goal ended without a result')
         rclpy.spin_once(self, timeout_sec=0.0)  # a /diagnostics report already in: its RTF
+        timeline, sub = self.timeline, self._marks_sub
+        if timeline is not None and sub is not None and sub.get_publisher_count() and \
+                not self._spin_until(lambda: timeline.ended, MARKS_WAIT_S) and \
+                not self._stop.is_set():
+            print(f'say: no end mark within {MARKS_WAIT_S:.0f} s of the result',
+                  file=sys.stderr)
         return result.status, result.result.text, sent_at, done_at
+
+    def _wait_marks_publisher(self) -> None:
+        """With ``--marks``: wait (bounded) until the ``marks`` publisher is matched.
+
+        Marks are reliable but volatile: a subscription matched late misses the first
+        ones. A node with ``marks: false`` has no publisher: say so and go on.
+        """
+        sub = self._marks_sub
+        if sub is None:
+            return
+        if not self._spin_until(lambda: sub.get_publisher_count() > 0, MARKS_WAIT_S):
+            if self._stop.is_set():
+                raise Interrupted()
+            print(f"say: nothing publishes '{sub.topic_name}' (the node's marks parameter "
+                  'false, or use --marks-topic): no timeline', file=sys.stderr)
 
     def _cancel_after_stop(self, sent) -> None:
         """Cancel the goal of ``sent`` (its send future) once it is answered; raise.
@@ -239,9 +289,11 @@ def run(args, text: str, ros_args: list) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, on_signal)
     try:
-        node = SayClient(args.action, stop)
-    except (ValueError, TypeError) as exc:  # an action name ROS cannot take
-        print(f'say: invalid --action {args.action!r}: {exc}', file=sys.stderr)
+        node = SayClient(args.action, stop, args.marks_topic if args.marks else None,
+                         Timeline(args.mark_types) if args.marks else None)
+    except (ValueError, TypeError) as exc:  # an action or topic name ROS cannot take
+        print(f'say: invalid --action {args.action!r} or --marks-topic '
+              f'{args.marks_topic!r}: {exc}', file=sys.stderr)
         rclpy.shutdown()
         return 1
     try:
@@ -251,7 +303,8 @@ def run(args, text: str, ros_args: list) -> int:
         if status != GoalStatus.STATUS_SUCCEEDED:
             print(f'say: goal ended with status {status}: {result_text}', file=sys.stderr)
             return 1
-        write_wav(args.output, audio, node.sample_rate or 44100)
+        if not args.no_wav:
+            write_wav(args.output, audio, node.sample_rate or 44100)
         duration = audio.size / node.sample_rate if node.sample_rate else 0.0
         ttfa = (node.first_audio_at - sent_at) if node.first_audio_at else float('nan')
         if node.last_rtf is not None:
@@ -260,7 +313,8 @@ def run(args, text: str, ros_args: list) -> int:
             rtf, how = (done_at - sent_at) / duration if duration else float('nan'), \
                 'wall time / audio duration'
         print(f'spoken: {result_text}')
-        print(f'wrote {args.output}: {duration:.2f} s of audio at {node.sample_rate} Hz, '
+        what = 'received' if args.no_wav else f'wrote {args.output}:'
+        print(f'{what} {duration:.2f} s of audio at {node.sample_rate} Hz, '
               f'{len(node.chunks)} chunks')
         print(f'time to first audio: {ttfa * 1000:.0f} ms')
         print(f'real-time factor: {rtf:.3f} ({how})')

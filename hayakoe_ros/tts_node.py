@@ -163,9 +163,11 @@ class TTSNode(LifecycleNode):
             self._scheduler = SpeechScheduler(
                 engine, self._out.publish,
                 scheduler_config(self._values(SCHEDULER_PARAMETERS)),
-                on_speaking=self._out.set_speaking, on_mark=self._marks.publish)
+                on_speaking=self._out.set_speaking,
+                on_mark=self._marks.publish if self._p('marks') else None)
             self._out.open(self._p('qos_depth'))
-            self._marks.open(self._p('qos_depth'))
+            if self._p('marks'):  # else no publisher: nothing goes out on 'marks'
+                self._marks.open(self._p('qos_depth'))
             self._speech_in.open_urgent()
             self._say = SayActionServer(self, self._speech_in.speak_goal, self._cancel,
                                         self._out.message, self._p('qos_depth'), self._group)

@@ -1,6 +1,6 @@
 # Copyright 2026 The hayakoe_ros Authors
 # SPDX-License-Identifier: AGPL-3.0-or-later
-"""The ``say`` command against a real node: SSML with a break, a user dictionary, a WAV."""
+"""The ``say`` command against a real node: SSML, a user dictionary, a WAV, speech marks."""
 
 import subprocess
 import sys
@@ -43,6 +43,61 @@ def test_say_speaks_ssml_through_the_node_and_reports_success(ros_test_domain, t
             audio = np.frombuffer(w.readframes(w.getnframes()), dtype='<i2')
             sr = w.getframerate()
         assert 1.48 <= _longest_silence_s(audio, sr) <= 1.56
+    finally:
+        node.stop()
+
+
+def test_say_marks_prints_the_timeline_of_its_goal(ros_test_domain, tmp_path):
+    """`say --marks`: the start, each word with its offsets, the end with what was heard."""
+    import re
+
+    node = NodeProcess({'engine': 'openjtalk'})
+    try:
+        wav = tmp_path / 'marks.wav'
+        text = '10:30に出発します。'
+        out = subprocess.run(
+            [sys.executable, '-m', 'hayakoe_ros.say', '--marks', '--action', node.topic('say'),
+             '-o', str(wav), '--timeout', '60', text],
+            capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        lines = out.stdout.splitlines()
+        assert re.fullmatch(rf' +0 ms  start +\[0:{len(text)}\]', lines[0]), out.stdout
+        assert [x for x in lines if re.search(r' ms  word +10:30  \[0:5\]  \(\d+ ms\)$', x)]
+        assert any(re.search(r' ms  phoneme ', x) for x in lines), out.stdout
+        assert any(re.search(r' ms  viseme ', x) for x in lines), out.stdout
+        (end,) = [x for x in lines if ' ms  end ' in x]
+        heard = f'succeeded  heard [0:{len(text)}] {text!r}'
+        assert end.split('ms  end')[1].strip() == heard, end
+        # The timeline ends with the end mark; then the usual summary.
+        assert lines[lines.index(end) + 1] == f'spoken: {text}', out.stdout
+        times = [int(x.split(' ms')[0]) for x in lines[:lines.index(end) + 1]]
+        assert times == sorted(times)
+        assert wav.exists()  # the WAV is still written
+        # Only the types asked for (and the end); no WAV.
+        wav.unlink()
+        out = subprocess.run(
+            [sys.executable, '-m', 'hayakoe_ros.say', '--marks', '--mark-types', 'word',
+             '--no-wav', '--action', node.topic('say'), '-o', str(wav), '--timeout', '60',
+             text], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        kinds = [x.split()[2] for x in out.stdout.splitlines() if ' ms  ' in x]
+        assert set(kinds) == {'word', 'end'} and kinds[-1] == 'end', out.stdout
+        assert not wav.exists()
+    finally:
+        node.stop()
+
+
+def test_a_node_with_marks_off_publishes_none_and_say_marks_says_so(ros_test_domain):
+    """``marks: false``: no ``marks`` publisher; ``say --marks`` speaks, with a note."""
+    node = NodeProcess({'engine': 'openjtalk', 'marks': False})
+    try:
+        out = subprocess.run(
+            [sys.executable, '-m', 'hayakoe_ros.say', '--marks', '--no-wav', '--action',
+             node.topic('say'), '--timeout', '60', 'こんにちは。'],
+            capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert f"nothing publishes '{node.topic('marks')}'" in out.stderr, out.stderr
+        assert ' ms  ' not in out.stdout and 'spoken: こんにちは。' in out.stdout
     finally:
         node.stop()
 

@@ -384,3 +384,26 @@ def test_both_voices_mark_every_word_through_cache_and_resampling(
             again, _ = _marks_of(engine, text, voice)
             assert [(m.kind, m.value, m.start) for m in again] == \
                 [(m.kind, m.value, m.start) for m in marks]
+
+
+def test_without_on_mark_no_marks_are_computed(monkeypatch):
+    """A scheduler nobody takes marks from (``marks: false``) skips their alignment."""
+    from hayakoe_ros.speech import synthesis
+
+    calls = []
+    monkeypatch.setattr(synthesis, 'segment_marks',
+                        lambda *a, **k: calls.append(a) or [])
+    clock = VirtualClock()
+    engine = TimedToneEngine(clock)
+    chunks = []
+    sched = SpeechScheduler(engine, lambda utt, chunk: chunks.append(chunk),
+                            SchedulerConfig(chunk_frames=256), clock=clock,
+                            waiter=clock.wait)
+    try:
+        utt = sched.submit(SEGMENTS, VoiceParams(), text=TEXT, source=TEXT, key='u1')
+        assert utt.wait(REAL_TIMEOUT_S) and utt.outcome is Outcome.SUCCEEDED
+        assert chunks and not calls
+        assert utt.heard == TEXT  # a success: all of it, words tracked or not
+    finally:
+        engine.release()
+        sched.shutdown()

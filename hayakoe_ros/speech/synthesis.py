@@ -145,7 +145,8 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
         windows = _windows(engine, seg.text, voice, windowed=windowed)
         seg_start = handed  # where this segment's first sample goes in the stream
         phones: tuple = ()
-        marks: Optional[tuple] = None  # computed once the segment's start is decided
+        # Computed once the segment's start is decided; () when nobody takes marks.
+        marks: Optional[tuple] = None if pacing.marks else ()
         while True:
             try:
                 with engine.cancellable(token):
