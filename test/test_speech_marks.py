@@ -9,6 +9,7 @@ are in the published PCM, before the chunk that holds them.
 """
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -386,24 +387,24 @@ def test_both_voices_mark_every_word_through_cache_and_resampling(
                 [(m.kind, m.value, m.start) for m in marks]
 
 
-def test_without_on_mark_no_marks_are_computed(monkeypatch):
-    """A scheduler nobody takes marks from (``marks: false``) skips their alignment."""
-    from hayakoe_ros.speech import synthesis
-
-    calls = []
-    monkeypatch.setattr(synthesis, 'segment_marks',
-                        lambda *a, **k: calls.append(a) or [])
+def test_without_on_mark_what_was_heard_is_still_counted():
+    """A scheduler nobody takes marks from (``marks: false``) still knows what was heard."""
     clock = VirtualClock()
     engine = TimedToneEngine(clock)
+    engine.window_gate.clear()
     chunks = []
     sched = SpeechScheduler(engine, lambda utt, chunk: chunks.append(chunk),
-                            SchedulerConfig(chunk_frames=256), clock=clock,
+                            SchedulerConfig(chunk_frames=256, max_lead_s=0.0), clock=clock,
                             waiter=clock.wait)
     try:
         utt = sched.submit(SEGMENTS, VoiceParams(), text=TEXT, source=TEXT, key='u1')
-        assert utt.wait(REAL_TIMEOUT_S) and utt.outcome is Outcome.SUCCEEDED
-        assert chunks and not calls
-        assert utt.heard == TEXT  # a success: all of it, words tracked or not
+        assert engine.at_gate.wait(REAL_TIMEOUT_S)
+        deadline = time.monotonic() + REAL_TIMEOUT_S
+        while utt.heard_end == 0 and time.monotonic() < deadline:
+            threading.Event().wait(0.005)  # a poll: the publisher releases its words
+        assert sched.cancel(utt, CancelReason.CLIENT)
+        assert 0 < utt.heard_end < len(TEXT) and utt.heard == TEXT[:utt.heard_end]
     finally:
+        engine.window_gate.set()
         engine.release()
         sched.shutdown()

@@ -176,9 +176,9 @@ _SPECS = (
     # --- interfaces (reload) ---
     ParameterSpec('qos_depth', 100, 'Depth of the audio publisher queue (keep-last).',
                   Apply.RELOAD, range=(1, 100000)),
-    ParameterSpec('marks', True, "Compute and publish speech marks on 'marks' (words, "
-                  'phonemes, visemes, what was heard). false: nothing is published there and '
-                  "a canceled goal's result text is empty (what was heard is not tracked).",
+    ParameterSpec('marks', True, "Publish speech marks on 'marks' (words, phonemes, "
+                  'visemes, what was heard). false: nothing is published there (what was '
+                  "heard is still tracked: a canceled goal's result text).",
                   Apply.RELOAD),
     ParameterSpec('output_rate', 0, "Sample rate of the published audio (Hz): 0 = the "
                   "engine's own (hayakoe 44100, Open JTalk 48000); else the voice, fallback "

@@ -38,15 +38,12 @@ class Pacing:
         paced: Chunks are released in real time (the scheduler's ``pacing``).
         max_chars: ``max_segment_chars``: the longest segment :func:`grow_segment` may
             make by joining word-cut segments; 0 joins none.
-        marks: Compute each segment's speech marks (False when nobody takes them: the
-            alignment is skipped).
     """
 
     rates: RateEstimator = dataclasses.field(default_factory=RateEstimator)
     gapless: bool = False
     paced: bool = True
     max_chars: int = 0
-    marks: bool = True
 
 
 def grow_segment(engine: Engine, utt: Utterance, k: int, pacing: Pacing, ahead_s: float,

@@ -420,4 +420,4 @@ class SpeechScheduler(Publishing):
             synthesize_utterance(self._engine, utt, attempt, cfg.volume * utt.volume,
                                  self._put, self._clock,
                                  Pacing(self.rates, cfg.gapless and cfg.pacing, cfg.pacing,
-                                        cfg.max_segment_chars, self._on_mark is not None))
+                                        cfg.max_segment_chars))

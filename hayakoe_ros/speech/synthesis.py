@@ -145,8 +145,9 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
         windows = _windows(engine, seg.text, voice, windowed=windowed)
         seg_start = handed  # where this segment's first sample goes in the stream
         phones: tuple = ()
-        # Computed once the segment's start is decided; () when nobody takes marks.
-        marks: Optional[tuple] = None if pacing.marks else ()
+        # Computed once the segment's start is decided, whether or not anyone takes them:
+        # what was heard is counted from the words' marks.
+        marks: Optional[tuple] = None
         while True:
             try:
                 with engine.cancellable(token):
