@@ -6,10 +6,13 @@
 44100 Hz, the Open JTalk fallback at 48000 Hz) in :class:`ResampledEngine`, so consumers
 see one rate whichever voice is loaded. Resampling uses libsoxr (``soxr`` on PyPI) at its
 "HQ" quality (20-bit precision, 95 % band-width: the speech band is untouched). Each
-segment is resampled on its own, whole (the resampler is flushed, so no sample is lost
-at its ends): segments end at sentence and clause marks, where the voice itself is
-quiet, so the filter's edges fall in quiet audio; the pauses between segments are in
-seconds, so they do not change with the rate.
+segment is resampled on its own (the resampler is flushed at its end, so no sample is
+lost): segments end at sentence and clause marks, where the voice itself is quiet, so the
+filter's edges fall in quiet audio; the pauses between segments are in seconds, so they
+do not change with the rate. A segment that comes in windows (the decoder in windows)
+goes through one libsoxr stream window by window: the same samples as resampling it
+whole (bit for bit: libsoxr's one-shot call is that stream with one chunk), its first
+window out before the rest is decoded (less the filter's delay, about 1 ms at HQ).
 """
 
 from __future__ import annotations
@@ -127,12 +130,35 @@ class ResampledEngine(WrappedEngine):
                                                       self._rate, len(audio)))
 
     def synthesize_windows(self, text: str, voice: VoiceParams) -> Iterator[AudioWindow]:
-        """One window, the whole resampled segment with its phones (:meth:`synthesize_timed`).
+        """The wrapped engine's windows, each resampled as it comes (one libsoxr stream).
 
-        Segments are resampled whole (the resampler is flushed at their ends), so there is
-        no first window to hand over early.
+        The concatenation equals :meth:`synthesize`'s output sample for sample; the first
+        window carries the phones, moved to the new rate (the whole segment's length is
+        known from them: the inner phones tile its audio). Closing this iterator closes
+        the wrapped engine's (a cancel between windows).
         """
-        yield self.synthesize_timed(text, voice)
+        in_rate = self._engine.sample_rate
+        windows = self._engine.synthesize_windows(text, voice)
+        if in_rate == self._rate:
+            yield from windows
+            return
+        stream = soxr.ResampleStream(in_rate, self._rate, 1, dtype='float32',
+                                     quality=QUALITY)
+        first = True
+        try:
+            for window in windows:
+                audio = stream.resample_chunk(np.asarray(window.audio, np.float32),
+                                              last=not window.later_s)
+                phones: tuple = ()
+                if first and window.phones:
+                    phones = scale_phones(window.phones, in_rate, self._rate,
+                                          round(window.phones[-1].end * self._rate / in_rate))
+                first = False
+                yield AudioWindow(np.asarray(audio, np.float32), window.later_s, phones)
+        finally:
+            close = getattr(windows, 'close', None)
+            if close is not None:
+                close()
 
     def warmup(self) -> None:
         """Warm up the wrapped engine and the resampler."""
