@@ -313,7 +313,10 @@ def test_ten_thousand_one_character_fragments_leave_the_node_serving(ojt_node, r
     response = wait_future(stop.call_async(Trigger.Request()), 10)
     assert response.success
     end = marks.wait_end(start['utterance'])
-    assert end['value'] == 'interrupted' and end['heard'].startswith('はい')
+    # What was heard: words of the fragments received (a burst beyond the text topic's
+    # depth loses its oldest fragments, as any keep-last subscription does).
+    assert end['value'] == 'interrupted' and end['heard']
+    assert set(end['heard']) <= set('はい、そうです。')
     pub.publish(String(data=''))  # the reply ends: its later fragments were dropped
     # The node goes on serving.
     action = ros_client.action_client(ojt_node.topic('say'))
