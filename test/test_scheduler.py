@@ -693,8 +693,12 @@ def test_an_interrupt_cuts_the_speaking_one_even_while_a_cancel_is_finishing(mon
     sched = SpeechScheduler(ToneEngine(), lambda u, c: chunks.append(u.id),
                             SchedulerConfig(chunk_frames=800, max_queue=4))
     try:
-        x = submit_text(sched, 'あいう。', VOICE)
-        a = submit_text(sched, 'かきくけこさしすせそ' * 3 + '。', VOICE)
+        # Prepared first: X must still be speaking (0.5 s) when its cancel comes, also
+        # where the front end is slow (emulated aarch64).
+        x_text, a_text = 'あいうえおかきくけこ。', 'かきくけこさしすせそ' * 3 + '。'
+        (_, x_segs), (_, a_segs) = (prepare(t, 2000, 60) for t in (x_text, a_text))
+        x = sched.submit(x_segs, VOICE, text=x_text)
+        a = sched.submit(a_segs, VOICE, text=a_text)
         held, release = threading.Event(), threading.Event()
         real_remove = lineup.Lineup.remove
 
