@@ -1,0 +1,287 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""``tts_fleet`` with 4 robots against one ``tts_node``, on the benchmark model, over ROS.
+
+``python bench/fleet.py [--recipe full] [--robots 4] [--reps 2] [--threads 2]
+[--json FILE] [--markdown FILE]``
+
+* alone: one ``tts_node`` (the benchmark's parameters, ``pacing:=false``) speaks the
+  3-sentence text ``reps`` times as ``say`` goals: TTFA (goal sent -> first feedback
+  chunk) and throughput (audio s / (last chunk - goal sent));
+* fleet, idle: each robot of one ``tts_fleet`` process speaks the same text alone, one
+  robot after the other: each robot's idle TTFA;
+* fleet, at once: every robot is sent the text at the same moment (one goal each, sent
+  back to back): each robot's TTFA, and the fleet's throughput (all audio / (last chunk
+  of any robot - first goal sent));
+* peak RSS (VmHWM) of the ``tts_node`` process and of the fleet process, each after all
+  of its runs.
+
+The two processes run one after the other, never together. Claims: each robot's TTFA at
+once <= 4 x its idle TTFA (the worst robot of each repetition), fleet throughput >= 0.95 x
+one robot alone, fleet peak RSS <= 1.15 x one ``tts_node``. ``bench/run.py`` includes it
+in ``make bench``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+import sys
+import tempfile
+import threading
+import time
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bench import report  # noqa: E402
+from bench.node_driver import BenchClient, NodeProcess  # noqa: E402
+from bench.raw_worker import SPEAKER, VOICE, model_root  # noqa: E402
+from bench.texts import benchmark_texts  # noqa: E402
+from tools.node_process import FLEET_COMMAND  # noqa: E402
+
+TARGETS = {'ttfa_x': 4.0, 'throughput_x': 0.95, 'rss_x': 1.15}
+GOAL_TIMEOUT_S = 900.0
+
+
+class RobotTarget:
+    """One robot of a fleet process, addressed like a :class:`NodeProcess` by BenchClient."""
+
+    def __init__(self, fleet: NodeProcess, robot: str) -> None:
+        self.namespace = f'{fleet.namespace}/{robot}'
+        self.pid = fleet.pid
+
+    def topic(self, name: str) -> str:
+        """Fully qualified name of the robot's node-relative topic, service or action."""
+        return f'{self.namespace}/{name}'
+
+
+class Goal:
+    """A ``say`` goal in flight: send time, feedback arrivals and samples."""
+
+    def __init__(self, client: BenchClient, text: str) -> None:
+        self.chunks: list = []  # (monotonic arrival, samples, rate)
+        self._done = threading.Event()
+        self.sent = time.monotonic()
+        self._future = client._action.send_goal_async(
+            client._tts.Goal(text=text), feedback_callback=self._on_feedback)
+
+    def _on_feedback(self, fb) -> None:
+        audio = fb.feedback.audio.audio
+        self.chunks.append((time.monotonic(), len(audio.audio_data.int16_data),
+                            audio.info.rate))
+
+    def wait(self, timeout: float = GOAL_TIMEOUT_S) -> dict:
+        """Wait for the result; ``ttfa_s``, ``last`` (monotonic), ``audio_s``, ``sent``."""
+        deadline = time.monotonic() + timeout
+        while not self._future.done():
+            if time.monotonic() > deadline:
+                raise RuntimeError('goal not accepted in time')
+            time.sleep(0.002)
+        handle = self._future.result()
+        if not handle.accepted:
+            raise RuntimeError('goal rejected')
+        result = handle.get_result_async()
+        while not result.done():
+            if time.monotonic() > deadline:
+                raise RuntimeError('goal not finished in time')
+            time.sleep(0.005)
+        if not self.chunks:
+            raise RuntimeError(f'goal finished without audio: {result.result().result.text}')
+        return {'sent': self.sent, 'ttfa_s': self.chunks[0][0] - self.sent,
+                'last': self.chunks[-1][0],
+                'audio_s': sum(n / r for _, n, r in self.chunks)}
+
+
+def node_params(root: Path, speaker: str, threads: int) -> dict:
+    """The benchmark's node parameters (deterministic voice, pacing off)."""
+    return dict(engine='hayakoe', fallback_engine='none', speaker=speaker,
+                speaker_source=f'file://{root}', bert_source=f'file://{root}',
+                num_threads=threads, pacing=False, **VOICE)
+
+
+def _alone(args, params: dict, text: str, ns: str, log_dir: Path, log) -> dict:
+    log('fleet bench: one tts_node alone')
+    node = NodeProcess(params, f'{ns}_alone', log_dir=log_dir, wait_ready=False)
+    client = None
+    try:
+        node.wait_until_ready(900)
+        client = BenchClient(node, 'bench_fleet_alone')
+        Goal(client, text).wait()  # warm: the first goal of a process
+        runs = []
+        for _ in range(args.reps):
+            run = Goal(client, text).wait()
+            run['speed'] = run['audio_s'] / (run['last'] - run['sent'])
+            runs.append(run)
+        return {'runs': runs, 'rss_kib': node.peak_rss_kib(), 'ready_s': node.start_s}
+    finally:
+        if client is not None:
+            client.close()
+        node.stop()
+
+
+def _fleet(args, params: dict, text: str, ns: str, log_dir: Path, log) -> dict:
+    robots = [f'r{k + 1}' for k in range(args.robots)]
+    log(f'fleet bench: tts_fleet with {len(robots)} robots')
+    fleet = NodeProcess(dict(params, robots=robots), f'{ns}_fleet', name='tts_fleet',
+                        command=FLEET_COMMAND, log_dir=log_dir, wait_ready=False)
+    clients: list = []
+    try:
+        fleet.wait_for_log('fleet ready:', 900)
+        clients = [BenchClient(RobotTarget(fleet, r), f'bench_fleet_{r}')  # type: ignore[arg-type]
+                   for r in robots]
+        for client in clients:
+            Goal(client, text).wait()  # warm, one robot after the other
+        idle: list = [[] for _ in robots]
+        together: list = []
+        for rep in range(args.reps):
+            log(f'fleet bench: repetition {rep + 1}/{args.reps}: each robot alone, then '
+                'all at once')
+            for k, client in enumerate(clients):
+                idle[k].append(Goal(client, text).wait()['ttfa_s'])
+            goals = [Goal(client, text) for client in clients]
+            runs = [g.wait() for g in goals]
+            start = min(r['sent'] for r in runs)
+            together.append({
+                'ttfa_s': [r['ttfa_s'] for r in runs],
+                'audio_s': sum(r['audio_s'] for r in runs),
+                'speed': sum(r['audio_s'] for r in runs) / (max(r['last'] for r in runs)
+                                                            - start)})
+        return {'robots': robots, 'idle_ttfa_s': idle, 'together': together,
+                'rss_kib': fleet.peak_rss_kib()}
+    finally:
+        for client in clients:
+            client.close()
+        fleet.stop()
+
+
+def measure(args, root: Path, speaker: str, log_dir: Path, log) -> dict:
+    """Run the alone and fleet measurements (rclpy initialised by the caller)."""
+    text = benchmark_texts()[3]
+    params = node_params(root, speaker, args.threads)
+    ns = f'/fleetbench{os.getpid()}'
+    return {'alone': _alone(args, params, text, ns, log_dir, log),
+            'fleet': _fleet(args, params, text, ns, log_dir, log),
+            'robots': args.robots, 'threads': args.threads, 'reps': args.reps}
+
+
+def analyse(raw: dict) -> dict:
+    """Ratios: TTFA at once / idle per robot, throughput fleet / alone, RSS fleet / node."""
+    fleet, alone = raw['fleet'], raw['alone']
+    reps = len(fleet['together'])
+    ttfa_x = []  # the worst robot of each repetition, against its own idle TTFA
+    for rep in range(reps):
+        ttfa_x.append(max(t / fleet['idle_ttfa_s'][k][rep]
+                          for k, t in enumerate(fleet['together'][rep]['ttfa_s'])))
+    alone_speed = [r['speed'] for r in alone['runs']]
+    fleet_speed = [t['speed'] for t in fleet['together']]
+    return {
+        'ttfa_x': report.summary(ttfa_x),
+        'idle_ttfa_s': report.summary([v for per in fleet['idle_ttfa_s'] for v in per]),
+        'together_ttfa_s': report.summary([v for t in fleet['together']
+                                           for v in t['ttfa_s']]),
+        'alone_ttfa_s': report.summary([r['ttfa_s'] for r in alone['runs']]),
+        'alone_speed': report.summary(alone_speed),
+        'fleet_speed': report.summary(fleet_speed),
+        'throughput_x': report.summary([f / report.summary(alone_speed)['median']
+                                        for f in fleet_speed]),
+        'rss_mb': {'node': alone['rss_kib'] * 1024 / 1e6, 'fleet': fleet['rss_kib'] * 1024 / 1e6},
+        'rss_x': fleet['rss_kib'] / alone['rss_kib'],
+        'robots': raw['robots'], 'reps': reps, 'threads': raw['threads']}
+
+
+def claims(a: dict) -> list:
+    """Rows of the claims table: claim, measured, target, status."""
+    n = a['robots']
+    return [
+        [f'{n} robots speaking at once: worst robot TTFA / its idle TTFA',
+         report.fmt(a['ttfa_x']), f"≤ {TARGETS['ttfa_x']:g}",
+         report.status(a['ttfa_x']['median'], TARGETS['ttfa_x'], False)],
+        [f'{n} robots at once: fleet throughput / one robot alone',
+         report.fmt(a['throughput_x']), f"≥ {TARGETS['throughput_x']:g}",
+         report.status(a['throughput_x']['median'], TARGETS['throughput_x'], True)],
+        [f'peak RSS tts_fleet ({n} robots) / one tts_node',
+         f"{a['rss_x']:.2f} ({a['rss_mb']['fleet']:.0f} vs {a['rss_mb']['node']:.0f} MB)",
+         f"≤ {TARGETS['rss_x']:g}", report.status(a['rss_x'], TARGETS['rss_x'], False)]]
+
+
+def markdown(a: dict) -> list:
+    """The fleet section of BENCHMARKS.md (lines)."""
+    fmt = report.fmt
+    return [
+        f"### Fleet: {a['robots']} robots on one engine (bench/fleet.py)", '',
+        f"One `tts_fleet` process with {a['robots']} robots vs one `tts_node`, the "
+        f"3-sentence text as `say` goals, pacing off, {a['threads']} ONNX threads, "
+        f"{a['reps']} repetitions; the processes run one after the other. TTFA: goal sent "
+        "→ first feedback chunk; throughput: audio s / wall s (at once: all robots' audio "
+        '/ first goal sent → last chunk of any robot).', '',
+        report.table([
+            ['measure', 'median (min–max)'],
+            ['tts_node alone: TTFA', fmt(a['alone_ttfa_s'], ' ms', 1000, 0)],
+            ['fleet, each robot alone: TTFA', fmt(a['idle_ttfa_s'], ' ms', 1000, 0)],
+            ['fleet, all at once: TTFA (every robot)', fmt(a['together_ttfa_s'], ' ms',
+                                                            1000, 0)],
+            ['worst robot at once / its idle TTFA', fmt(a['ttfa_x'])],
+            ['throughput alone (audio s per s)', fmt(a['alone_speed'])],
+            ['throughput fleet, all at once', fmt(a['fleet_speed'])],
+            ['fleet / alone', fmt(a['throughput_x'], digits=3)],
+            ['peak RSS tts_node / tts_fleet', f"{a['rss_mb']['node']:.0f} / "
+                                              f"{a['rss_mb']['fleet']:.0f} MB "
+                                              f"({a['rss_x']:.3f} x)"]]), '']
+
+
+def main(argv=None) -> int:
+    """Measure and print the table (and write ``--json`` / ``--markdown``)."""
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--recipe', default='full', choices=sorted(SPEAKER))
+    parser.add_argument('--model-root', type=Path, help='a built model tree (default: '
+                                                        'the recipe, built once)')
+    parser.add_argument('--robots', type=int, default=4)
+    parser.add_argument('--reps', type=int, default=2)
+    parser.add_argument('--threads', type=int, default=2)
+    parser.add_argument('--json', type=Path)
+    parser.add_argument('--markdown', type=Path)
+    args = parser.parse_args(argv)
+    from tools import dds_domain
+
+    os.environ['ROS_DOMAIN_ID'] = str(dds_domain.claim())
+    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    root = model_root(args.recipe, args.model_root)
+    t0 = time.perf_counter()
+
+    def log(msg: str) -> None:
+        print(f'[fleet {time.perf_counter() - t0:6.0f}s] {msg}', file=sys.stderr, flush=True)
+
+    import rclpy
+
+    rclpy.init()
+    try:
+        with tempfile.TemporaryDirectory(prefix='hayakoe_fleet_') as tmp:
+            try:
+                raw = measure(args, root, SPEAKER[args.recipe], Path(tmp), log)
+            except Exception:
+                for f in sorted(Path(tmp).iterdir()):
+                    print(f'--- {f.name}\n{f.read_text(errors="replace")[-4000:]}',
+                          file=sys.stderr)
+                raise
+    finally:
+        rclpy.shutdown()
+    a = analyse(raw)
+    lines = markdown(a) + [report.table([['claim', 'measured', 'target', 'status']]
+                                        + claims(a))]
+    text = '\n'.join(lines)
+    print(text)
+    if args.json:
+        args.json.write_text(json.dumps({'raw': raw, 'summary': a,
+                                         'machine': report.machine_info()}, indent=1,
+                                        default=str) + '\n', encoding='utf-8')
+    if args.markdown:
+        args.markdown.write_text(text + '\n', encoding='utf-8')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
