@@ -16,7 +16,8 @@
 * peak RSS (VmHWM) of the ``tts_node`` process and of the fleet process, each after all
   of its runs.
 
-The two processes run one after the other, never together. Claims: each robot's TTFA at
+Both processes stay up; each repetition runs the node alone, each robot alone and every
+robot at once, one after the other (an idle node takes no CPU). Claims: each robot's TTFA at
 once <= 4 x its idle TTFA (the worst robot of each repetition), fleet throughput >= 0.95 x
 one robot alone, fleet peak RSS <= 1.15 x one ``tts_node``. ``bench/run.py`` includes it
 in ``make bench``.
@@ -103,69 +104,65 @@ def node_params(root: Path, speaker: str, threads: int) -> dict:
                 num_threads=threads, pacing=False, **VOICE)
 
 
-def _alone(args, params: dict, text: str, ns: str, log_dir: Path, log) -> dict:
-    log('fleet bench: one tts_node alone')
-    node = NodeProcess(params, f'{ns}_alone', log_dir=log_dir, wait_ready=False)
-    client = None
-    try:
-        node.wait_until_ready(900)
-        client = BenchClient(node, 'bench_fleet_alone')
-        Goal(client, text).wait()  # warm: the first goal of a process
-        runs = []
-        for _ in range(args.reps):
-            run = Goal(client, text).wait()
-            run['speed'] = run['audio_s'] / (run['last'] - run['sent'])
-            runs.append(run)
-        return {'runs': runs, 'rss_kib': node.peak_rss_kib(), 'ready_s': node.start_s}
-    finally:
-        if client is not None:
-            client.close()
-        node.stop()
-
-
-def _fleet(args, params: dict, text: str, ns: str, log_dir: Path, log) -> dict:
-    robots = [f'r{k + 1}' for k in range(args.robots)]
-    log(f'fleet bench: tts_fleet with {len(robots)} robots')
-    fleet = NodeProcess(dict(params, robots=robots), f'{ns}_fleet', name='tts_fleet',
-                        command=FLEET_COMMAND, log_dir=log_dir, wait_ready=False)
-    clients: list = []
-    try:
-        fleet.wait_for_log('fleet ready:', 900)
-        clients = [BenchClient(RobotTarget(fleet, r), f'bench_fleet_{r}')  # type: ignore[arg-type]
-                   for r in robots]
-        for client in clients:
-            Goal(client, text).wait()  # warm, one robot after the other
-        idle: list = [[] for _ in robots]
-        together: list = []
-        for rep in range(args.reps):
-            log(f'fleet bench: repetition {rep + 1}/{args.reps}: each robot alone, then '
-                'all at once')
-            for k, client in enumerate(clients):
-                idle[k].append(Goal(client, text).wait()['ttfa_s'])
-            goals = [Goal(client, text) for client in clients]
-            runs = [g.wait() for g in goals]
-            start = min(r['sent'] for r in runs)
-            together.append({
-                'ttfa_s': [r['ttfa_s'] for r in runs],
-                'audio_s': sum(r['audio_s'] for r in runs),
-                'speed': sum(r['audio_s'] for r in runs) / (max(r['last'] for r in runs)
-                                                            - start)})
-        return {'robots': robots, 'idle_ttfa_s': idle, 'together': together,
-                'rss_kib': fleet.peak_rss_kib()}
-    finally:
-        for client in clients:
-            client.close()
-        fleet.stop()
+def _speed(run: dict) -> dict:
+    run['speed'] = run['audio_s'] / (run['last'] - run['sent'])
+    return run
 
 
 def measure(args, root: Path, speaker: str, log_dir: Path, log) -> dict:
-    """Run the alone and fleet measurements (rclpy initialised by the caller)."""
+    """Run the alone and fleet measurements (rclpy initialised by the caller).
+
+    Both processes are started (one after the other) and stay up; each repetition runs
+    the node alone, then each robot alone, then every robot at once, so that a change in
+    the machine's load meets both sides of each ratio alike. An idle node takes no CPU.
+    """
     text = benchmark_texts()[3]
     params = node_params(root, speaker, args.threads)
     ns = f'/fleetbench{os.getpid()}'
-    return {'alone': _alone(args, params, text, ns, log_dir, log),
-            'fleet': _fleet(args, params, text, ns, log_dir, log),
-            'robots': args.robots, 'threads': args.threads, 'reps': args.reps}
+    robots = [f'r{k + 1}' for k in range(args.robots)]
+    log('fleet bench: starting one tts_node, then a tts_fleet with '
+        f'{len(robots)} robots')
+    node = NodeProcess(params, f'{ns}_alone', log_dir=log_dir, wait_ready=False)
+    fleet = None
+    clients: list = []
+    try:
+        node.wait_until_ready(900)
+        fleet = NodeProcess(dict(params, robots=robots), f'{ns}_fleet', name='tts_fleet',
+                            command=FLEET_COMMAND, log_dir=log_dir, wait_ready=False)
+        fleet.wait_for_log('fleet ready:', 900)
+        alone = BenchClient(node, 'bench_fleet_alone')
+        clients = [alone] + [
+            BenchClient(RobotTarget(fleet, r), f'bench_fleet_{r}')  # type: ignore[arg-type]
+            for r in robots]
+        for client in clients:
+            Goal(client, text).wait()  # warm: the first goal of each node
+        runs: list = []
+        idle: list = [[] for _ in robots]
+        together: list = []
+        for rep in range(args.reps):
+            log(f'fleet bench: repetition {rep + 1}/{args.reps}: tts_node alone, each '
+                'robot alone, all robots at once')
+            runs.append(_speed(Goal(alone, text).wait()))
+            for k, client in enumerate(clients[1:]):
+                idle[k].append(Goal(client, text).wait()['ttfa_s'])
+            goals = [Goal(client, text) for client in clients[1:]]
+            done = [g.wait() for g in goals]
+            start = min(r['sent'] for r in done)
+            together.append({
+                'ttfa_s': [r['ttfa_s'] for r in done],
+                'audio_s': sum(r['audio_s'] for r in done),
+                'speed': sum(r['audio_s'] for r in done) / (max(r['last'] for r in done)
+                                                            - start)})
+        return {'alone': {'runs': runs, 'rss_kib': node.peak_rss_kib()},
+                'fleet': {'robots': robots, 'idle_ttfa_s': idle, 'together': together,
+                          'rss_kib': fleet.peak_rss_kib()},
+                'robots': args.robots, 'threads': args.threads, 'reps': args.reps}
+    finally:
+        for client in clients:
+            client.close()
+        for proc in (node, fleet):
+            if proc is not None:
+                proc.stop()
 
 
 def analyse(raw: dict) -> dict:
@@ -177,7 +174,7 @@ def analyse(raw: dict) -> dict:
         ttfa_x.append(max(t / fleet['idle_ttfa_s'][k][rep]
                           for k, t in enumerate(fleet['together'][rep]['ttfa_s'])))
     alone_speed = [r['speed'] for r in alone['runs']]
-    fleet_speed = [t['speed'] for t in fleet['together']]
+    fleet_speed = [t['speed'] for t in fleet['together']]  # paired by repetition
     return {
         'ttfa_x': report.summary(ttfa_x),
         'idle_ttfa_s': report.summary([v for per in fleet['idle_ttfa_s'] for v in per]),
@@ -186,8 +183,7 @@ def analyse(raw: dict) -> dict:
         'alone_ttfa_s': report.summary([r['ttfa_s'] for r in alone['runs']]),
         'alone_speed': report.summary(alone_speed),
         'fleet_speed': report.summary(fleet_speed),
-        'throughput_x': report.summary([f / report.summary(alone_speed)['median']
-                                        for f in fleet_speed]),
+        'throughput_x': report.ratios(fleet_speed, alone_speed),
         'rss_mb': {'node': alone['rss_kib'] * 1024 / 1e6, 'fleet': fleet['rss_kib'] * 1024 / 1e6},
         'rss_x': fleet['rss_kib'] / alone['rss_kib'],
         'robots': raw['robots'], 'reps': reps, 'threads': raw['threads']}
@@ -215,7 +211,8 @@ def markdown(a: dict) -> list:
         f"### Fleet: {a['robots']} robots on one engine (bench/fleet.py)", '',
         f"One `tts_fleet` process with {a['robots']} robots vs one `tts_node`, the "
         f"3-sentence text as `say` goals, pacing off, {a['threads']} ONNX threads, "
-        f"{a['reps']} repetitions; the processes run one after the other. TTFA: goal sent "
+        f"{a['reps']} repetitions, each: the node alone, each robot alone, all robots at "
+        "once (both processes up, one measured at a time). TTFA: goal sent "
         "→ first feedback chunk; throughput: audio s / wall s (at once: all robots' audio "
         '/ first goal sent → last chunk of any robot).', '',
         report.table([

@@ -14,7 +14,9 @@ the repository's own texts, test/data/texts.yaml, each a prefix of the next):
 * peak RSS (VmHWM) and steady RSS (idle after speaking) of the node process and of a raw
   hayakoe process doing the same work, and their ratio (``bench/memory_report.py``);
 * thread scaling (``num_threads`` 1 and 2), the Open JTalk engine, the phoneme rate of the
-  model's duration predictor, and what the node's per-boundary pause prediction costs.
+  model's duration predictor, and what the node's per-boundary pause prediction costs;
+* ``tts_fleet`` with 4 robots against one ``tts_node`` (``bench/fleet.py``): TTFA at once
+  vs idle, throughput, peak RSS.
 
 Raw hayakoe runs in worker processes (``bench/raw_worker.py``), the node as a subprocess;
 raw and node runs alternate (raw first on even repetitions, node first on odd ones) after
@@ -39,7 +41,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # tools/ is a top-level package, not installed
     sys.path.insert(0, str(REPO))
 
-from bench import (frontend_speed, memory_report, openjtalk_isolation,  # noqa: E402
+from bench import (fleet, frontend_speed, memory_report, openjtalk_isolation,  # noqa: E402
                    pulse_playout, report, responsiveness)
 from bench.node_driver import BenchClient, NodeProcess, read_cpu_s, read_vm_kib  # noqa: E402
 from bench.raw_worker import SPEAKER, VOICE, model_root  # noqa: E402
@@ -327,6 +329,8 @@ def analyse(h: dict, micro: dict, ojt: dict, extras: dict | None = None) -> dict
         'generate': report.ratios([r['compute_s'] for r in h['generate'][10]],
                                   [r['compute_s'] for r in h['generate'][1]])}
     out['responsiveness'] = responsiveness.analyse(h, extras or {})
+    if (extras or {}).get('fleet'):
+        out['fleet'] = fleet.analyse(extras['fleet'])
     out['cancel'] = {k: report.summary([c[k] for c in h['cancel']])
                      for k in ('latency_s', 'ack_s', 'late_chunks', 'downstream_s')}
     rss = h['rss']
@@ -399,6 +403,8 @@ def claims(a: dict) -> list:
                  report.status(c['median'] * 1000, TARGETS['cancel_ms'], False)])
     rows += responsiveness.claims(a['responsiveness'])
     rows += memory_report.claims(a['rss_mb'])
+    if 'fleet' in a:
+        rows += fleet.claims(a['fleet'])
     if 'phoneme_rate' in a:
         pr = a['phoneme_rate']
         lo, hi = TARGETS['phoneme_rate']
@@ -557,6 +563,8 @@ def markdown(a: dict, results: dict) -> str:
     if pp:
         parts += ['### Playing through player_node (bench/pulse_playout.py)', '',
                   pulse_playout.markdown(pp), '']
+    if 'fleet' in a:
+        parts += fleet.markdown(a['fleet'])
     fe = results['raw'].get('extras', {}).get('frontend')
     if fe:
         parts += ['### Text front end (bench/frontend_speed.py)', '',
@@ -622,6 +630,8 @@ def main(argv=None) -> int:
     parser.add_argument('--no-micro', action='store_true')
     parser.add_argument('--no-speech-scripts', action='store_true',
                         help='skip bench/first_segment.py and bench/gapless.py (no ROS)')
+    parser.add_argument('--no-fleet', action='store_true',
+                        help='skip bench/fleet.py (tts_fleet with 4 robots)')
     parser.add_argument('--render', type=Path, metavar='RESULTS_JSON',
                         help='measure nothing: re-render the tables of a results.json')
     parser.add_argument('--out-json', type=Path, default=REPO / 'bench' / 'results.json')
@@ -668,6 +678,11 @@ def main(argv=None) -> int:
                 extras['frontend'] = frontend_speed.measure()
                 log('20 utterances through player_node into PulseAudio (underruns)')
                 extras['pulse_playout'] = pulse_playout.measure()
+                if not args.no_fleet:
+                    log('tts_fleet with 4 robots vs one tts_node (bench/fleet.py)')
+                    extras['fleet'] = fleet.measure(
+                        argparse.Namespace(robots=4, reps=2, threads=args.threads), root,
+                        speaker, log_dir, log)
             except Exception:
                 for f in sorted(log_dir.iterdir()):  # the processes' logs explain it
                     print(f'--- {f.name}\n{f.read_text(errors="replace")[-4000:]}',
