@@ -14,7 +14,8 @@
   back to back): each robot's TTFA, and the fleet's throughput (all audio / (last chunk
   of any robot - first goal sent));
 * peak RSS (VmHWM) of the ``tts_node`` process and of the fleet process, each after all
-  of its runs.
+  of its runs; CPU seconds each process used per second of audio (all its threads, from
+  /proc), the throughput claim in a form that the machine's other load does not move.
 
 Both processes stay up; each repetition runs the node alone, each robot alone and every
 robot at once, one after the other (an idle node takes no CPU). Claims: each robot's TTFA at
@@ -39,7 +40,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench import report  # noqa: E402
-from bench.node_driver import BenchClient, NodeProcess  # noqa: E402
+from bench.node_driver import BenchClient, NodeProcess, read_cpu_s  # noqa: E402
 from bench.raw_worker import SPEAKER, VOICE, model_root  # noqa: E402
 from bench.texts import benchmark_texts  # noqa: E402
 from tools.node_process import FLEET_COMMAND  # noqa: E402
@@ -142,15 +143,19 @@ def measure(args, root: Path, speaker: str, log_dir: Path, log) -> dict:
         for rep in range(args.reps):
             log(f'fleet bench: repetition {rep + 1}/{args.reps}: tts_node alone, each '
                 'robot alone, all robots at once')
+            cpu0 = read_cpu_s(node.pid)
             runs.append(_speed(Goal(alone, text).wait()))
+            runs[-1]['cpu_s'] = read_cpu_s(node.pid) - cpu0
             for k, client in enumerate(clients[1:]):
                 idle[k].append(Goal(client, text).wait()['ttfa_s'])
+            cpu0 = read_cpu_s(fleet.pid)
             goals = [Goal(client, text) for client in clients[1:]]
             done = [g.wait() for g in goals]
+            cpu_s = read_cpu_s(fleet.pid) - cpu0
             start = min(r['sent'] for r in done)
             together.append({
                 'ttfa_s': [r['ttfa_s'] for r in done],
-                'audio_s': sum(r['audio_s'] for r in done),
+                'audio_s': sum(r['audio_s'] for r in done), 'cpu_s': cpu_s,
                 'speed': sum(r['audio_s'] for r in done) / (max(r['last'] for r in done)
                                                             - start)})
         return {'alone': {'runs': runs, 'rss_kib': node.peak_rss_kib()},
@@ -184,6 +189,9 @@ def analyse(raw: dict) -> dict:
         'alone_speed': report.summary(alone_speed),
         'fleet_speed': report.summary(fleet_speed),
         'throughput_x': report.ratios(fleet_speed, alone_speed),
+        # CPU s per audio s: what the work costs, whatever else loads the machine.
+        'cpu_x': report.ratios([t['cpu_s'] / t['audio_s'] for t in fleet['together']],
+                               [r['cpu_s'] / r['audio_s'] for r in alone['runs']]),
         'rss_mb': {'node': alone['rss_kib'] * 1024 / 1e6, 'fleet': fleet['rss_kib'] * 1024 / 1e6},
         'rss_x': fleet['rss_kib'] / alone['rss_kib'],
         'robots': raw['robots'], 'reps': reps, 'threads': raw['threads']}
@@ -199,6 +207,9 @@ def claims(a: dict) -> list:
         [f'{n} robots at once: fleet throughput / one robot alone',
          report.fmt(a['throughput_x']), f"≥ {TARGETS['throughput_x']:g}",
          report.status(a['throughput_x']['median'], TARGETS['throughput_x'], True)],
+        [f'{n} robots at once: CPU s per audio s, fleet / alone (same claim, load-robust)',
+         report.fmt(a['cpu_x'], digits=3), f"≤ {1 / TARGETS['throughput_x']:.3f}",
+         report.status(a['cpu_x']['median'], 1 / TARGETS['throughput_x'], False)],
         [f'peak RSS tts_fleet ({n} robots) / one tts_node',
          f"{a['rss_x']:.2f} ({a['rss_mb']['fleet']:.0f} vs {a['rss_mb']['node']:.0f} MB)",
          f"≤ {TARGETS['rss_x']:g}", report.status(a['rss_x'], TARGETS['rss_x'], False)]]
@@ -225,6 +236,7 @@ def markdown(a: dict) -> list:
             ['throughput alone (audio s per s)', fmt(a['alone_speed'])],
             ['throughput fleet, all at once', fmt(a['fleet_speed'])],
             ['fleet / alone', fmt(a['throughput_x'], digits=3)],
+            ['CPU s per audio s, fleet / alone', fmt(a['cpu_x'], digits=3)],
             ['peak RSS tts_node / tts_fleet', f"{a['rss_mb']['node']:.0f} / "
                                               f"{a['rss_mb']['fleet']:.0f} MB "
                                               f"({a['rss_x']:.3f} x)"]]), '']

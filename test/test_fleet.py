@@ -179,7 +179,8 @@ def test_invalid_robots_fail_with_a_clear_error(robots, needle):
     node.proc.wait(60)
     log = node.log()
     assert node.proc.returncode == 1, log
-    assert needle in log, log
+    assert needle in log and 'invalid configuration' in log, log
+    assert 'Traceback' not in log, log
     assert 'loaded in' not in log  # refused before any model was loaded
     node.stop()
 

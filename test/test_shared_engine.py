@@ -277,3 +277,31 @@ def test_lookups_take_no_turn_and_views_close_without_the_engine():
         r1.synthesize('after close', VOICE)
     with pytest.raises(EngineError):
         shared.view('r3')
+
+
+def test_a_phrase_cache_above_the_turns_serves_hits_while_another_robot_computes():
+    from hayakoe_ros.engines.phrase_cache import CachingEngine
+
+    engine = GatedEngine()
+    shared = SharedEngine(engine)
+    shared.serve(CachingEngine(shared.gated, 4))
+    r1, r2 = shared.view('r1'), shared.view('r2')
+    token = CancelToken()
+
+    def timed(view, text):
+        with view.cancellable(token):
+            return view.synthesize_timed(text, VOICE)
+    t, _ = run_in_thread(timed, r2, 'hello')  # a miss: computed in a turn, then cached
+    engine.release()
+    t.join(TIMEOUT)
+    assert engine.log == ['hello'] and r1.is_cached('hello', VOICE)
+    t1, _ = run_in_thread(timed, r1, 'long')  # r1 holds the engine...
+    engine.wait_started(2)
+    t0 = time.monotonic()
+    hit = timed(r2, 'hello')  # ...and r2's hit does not wait for it
+    assert time.monotonic() - t0 < 0.5 and hit.audio.size == 160
+    assert shared.arbiter.busy and engine.log == ['hello', 'long']
+    engine.release()
+    t1.join(TIMEOUT)
+    shared.close()
+    assert engine.closed

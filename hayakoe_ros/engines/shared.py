@@ -14,17 +14,19 @@ waiting (one segment, one decoder window or one pause prediction), never behind 
 announcement.
 
 Lookups that compute nothing (``is_cached``, ``check_voice``, the properties) take no
-turn: the phrase cache has its own lock, and a turn would make every start-delay plan
-wait for a segment of another robot.
+turn, and neither does a phrase-cache hit: the cache sits above the turns
+(:meth:`SharedEngine.serve`, one cache for every robot, with its own lock), so a phrase
+a robot has cached starts at once however busy the engine is; a miss takes its turns
+below it.
 
-Cancel stays per robot: a view remembers the :class:`~.base.CancelToken` of the
-``cancellable`` block its thread is in, waits for its turn on that token (a cancel ends
-the wait at once with :class:`~.base.SynthesisCanceledError`), and enters the engine's
-own ``cancellable`` only while its turn is held, so a cancel aborts that robot's call in
-flight (ONNX Runtime's ``terminate`` flag) and nobody else's.
+Cancel stays per robot: a view's ``cancellable`` block records the robot's
+:class:`~.base.CancelToken` for its thread; the calls inside wait for their turns on that
+token (a cancel ends the wait at once with :class:`~.base.SynthesisCanceledError`) and
+enter the engine's own ``cancellable`` only while the turn is held, so a cancel aborts
+that robot's call in flight (ONNX Runtime's ``terminate`` flag) and nobody else's.
 
 Batching seam: on a GPU one engine call could synthesise the segments of several robots
-at once. The place for that is :meth:`FairArbiter.turn` (and the view's ``_call``): a
+at once. The place for that is :meth:`FairArbiter.turn` and :class:`GatedEngine`: a
 batching arbiter would, when a turn is granted, take every synthesis request waiting in
 its queue that fits one batch, run them as one call and hand each view its own result.
 The queue already holds every waiting request in order; nothing else changes. It is not
@@ -44,7 +46,7 @@ import numpy as np
 from .base import (AudioWindow, CancelToken, Engine, EngineError, SynthesisCanceledError,
                    VoiceParams, WrappedEngine)
 
-__all__ = ['ArbiterStats', 'FairArbiter', 'SharedEngine', 'SharedEngineView']
+__all__ = ['ArbiterStats', 'FairArbiter', 'GatedEngine', 'SharedEngine', 'SharedEngineView']
 
 #: Longest single wait on the arbiter's condition (s): waits loop on it, so a missed
 #: notification costs at most this long, never a hang.
@@ -179,28 +181,56 @@ class FairArbiter:
 class SharedEngine:
     """One loaded engine for several users, each through a :class:`SharedEngineView`.
 
+    The engine's calls go through :attr:`gated` (each a turn of :attr:`arbiter`); what
+    the views call is :attr:`engine`: :attr:`gated`, or what :meth:`serve` put on top of
+    it, e.g. a phrase cache, whose hits then take no turn.
+
     Args:
-        engine: A loaded, warm engine (its wrappers included: resampler, phrase cache).
-            The shared engine owns it: :meth:`close` frees it.
+        engine: A loaded, warm engine (its resampler included). The shared engine owns
+            it: :meth:`close` frees it.
     """
 
     def __init__(self, engine: Engine) -> None:
-        self._engine = engine
         self.arbiter = FairArbiter()
+        self._local = threading.local()  # per thread: the token and owner of its calls
+        self.gated = GatedEngine(self, engine)
+        self._engine: Engine = self.gated
         self._lock = threading.Lock()
         self._views: dict = {}
         self._closed = False
 
     @property
     def engine(self) -> Engine:
-        """The engine all views share."""
+        """The engine all views share (:attr:`gated`, or what :meth:`serve` gave)."""
         return self._engine
+
+    def serve(self, engine: Engine) -> None:
+        """Let the views call ``engine``, a wrapper of :attr:`gated` (before any view).
+
+        A wrapper that answers some calls by itself (a phrase cache's hits) must be
+        thread-safe: views call it from their threads at once.
+        """
+        self._engine = engine
 
     @property
     def owners(self) -> list:
         """Owners of the views open now, in the order they were opened."""
         with self._lock:
             return list(self._views)
+
+    def caller(self) -> tuple:
+        """``(token, owner)`` of this thread's ``cancellable`` block (None, '' outside)."""
+        return getattr(self._local, 'token', None), getattr(self._local, 'owner', '')
+
+    @contextlib.contextmanager
+    def calling(self, token: CancelToken, owner: str) -> Iterator[None]:
+        """Make this thread's calls inside the block wait for their turns on ``token``."""
+        saved = self.caller()
+        self._local.token, self._local.owner = token, owner
+        try:
+            yield
+        finally:
+            self._local.token, self._local.owner = saved
 
     def view(self, owner: str) -> 'SharedEngineView':
         """Open a view for ``owner`` (a robot); closing the view leaves the engine loaded.
@@ -246,73 +276,55 @@ class SharedEngine:
         self._engine.close()
 
 
-class SharedEngineView(WrappedEngine):
-    """One user's engine: the shared engine's voice, its calls taken in fair turns.
+class GatedEngine(WrappedEngine):
+    """The shared engine's own calls, each in a turn of its arbiter.
 
-    Made by :meth:`SharedEngine.view`. Used like any engine by one speech scheduler
-    (calls from one synthesis thread; ``check_voice`` and ``is_cached`` from any).
-    :meth:`warmup` does nothing (the shared engine was warmed once) and :meth:`close`
-    closes the view only.
+    The turn is asked for with the token of the calling thread's ``cancellable`` block
+    (:meth:`SharedEngine.calling`); the engine's own ``cancellable`` is entered only while
+    the turn is held, so a cancel aborts this caller's call in flight and nobody else's.
 
     Args:
         shared: The shared engine.
-        owner: Who uses the view (a robot's name), for logs and errors.
+        engine: The loaded engine.
     """
 
-    def __init__(self, shared: SharedEngine, owner: str) -> None:
-        super().__init__(shared.engine)
+    def __init__(self, shared: SharedEngine, engine: Engine) -> None:
+        super().__init__(engine)
         self._shared = shared
-        self.owner = owner
-        self._local = threading.local()  # the token of the cancellable block, per thread
-        self._closed = False
-
-    def _token(self) -> Optional[CancelToken]:
-        return getattr(self._local, 'token', None)
-
-    @contextlib.contextmanager
-    def cancellable(self, token: CancelToken) -> Iterator[None]:
-        """Make the calls inside the block wait for their turn and run on ``token``.
-
-        A cancel ends a wait for a turn at once, and aborts the call in flight the way
-        the engine can (its own ``cancellable``, entered only while the turn is held).
-
-        Raises:
-            SynthesisCanceledError: ``token`` was canceled before or during the block.
-        """
-        token.check()
-        saved = self._token()
-        self._local.token = token
-        try:
-            yield
-        finally:
-            self._local.token = saved
-        token.check()
 
     @contextlib.contextmanager
     def _turn(self) -> Iterator[None]:
-        """Hold the engine for one call, inside the engine's ``cancellable`` if asked."""
-        if self._closed:
-            raise EngineError(f'the engine view of {self.owner!r} is closed')
-        token = self._token()
-        with self._shared.arbiter.turn(token, self.owner):
+        token, owner = self._shared.caller()
+        with self._shared.arbiter.turn(token, owner):
             if token is None:
                 yield
             else:
                 with self._engine.cancellable(token):
                     yield
 
+    @contextlib.contextmanager
+    def cancellable(self, token: CancelToken) -> Iterator[None]:
+        """Check ``token`` at the block's ends; calls inside take it from the caller.
+
+        Raises:
+            SynthesisCanceledError: ``token`` was canceled before or during the block.
+        """
+        token.check()
+        yield
+        token.check()
+
     def synthesize(self, text: str, voice: VoiceParams) -> np.ndarray:
-        """The shared engine's synthesis, in one turn (see :meth:`Engine.synthesize`)."""
+        """The engine's synthesis, in one turn (see :meth:`Engine.synthesize`)."""
         with self._turn():
             return self._engine.synthesize(text, voice)
 
     def synthesize_timed(self, text: str, voice: VoiceParams) -> AudioWindow:
-        """The shared engine's timed synthesis, in one turn."""
+        """The engine's timed synthesis, in one turn."""
         with self._turn():
             return self._engine.synthesize_timed(text, voice)
 
     def synthesize_windows(self, text: str, voice: VoiceParams) -> Iterator[AudioWindow]:
-        """The shared engine's windows, one turn per window (other robots run between)."""
+        """The engine's windows, one turn per window (other callers run between)."""
         inner: Optional[Iterator[AudioWindow]] = None
         try:
             while True:
@@ -329,9 +341,76 @@ class SharedEngineView(WrappedEngine):
                 close()
 
     def predict_pause(self, left: str, right: str, voice: VoiceParams) -> float:
-        """The shared engine's pause prediction (s), in one turn."""
+        """The engine's pause prediction (s), in one turn."""
         with self._turn():
             return self._engine.predict_pause(left, right, voice)
+
+    def warmup(self) -> None:
+        """Warm the engine up, in one turn."""
+        with self._turn():
+            self._engine.warmup()
+
+
+class SharedEngineView(WrappedEngine):
+    """One user's engine: the shared engine, its computing calls taken in fair turns.
+
+    Made by :meth:`SharedEngine.view`. Used like any engine by one speech scheduler
+    (calls from one synthesis thread; ``check_voice`` and ``is_cached`` from any).
+    :meth:`warmup` does nothing (the shared engine was warmed once) and :meth:`close`
+    closes the view only.
+
+    Args:
+        shared: The shared engine.
+        owner: Who uses the view (a robot's name), for logs and errors.
+    """
+
+    def __init__(self, shared: SharedEngine, owner: str) -> None:
+        super().__init__(shared.engine)
+        self._shared = shared
+        self.owner = owner
+        self._closed = False
+
+    @contextlib.contextmanager
+    def cancellable(self, token: CancelToken) -> Iterator[None]:
+        """Make the calls inside the block wait for their turns on ``token``.
+
+        A cancel ends a wait for a turn at once, and aborts the call in flight the way
+        the engine can (its own ``cancellable``, entered only while the turn is held).
+
+        Raises:
+            SynthesisCanceledError: ``token`` was canceled before or during the block.
+            EngineError: the view is closed.
+        """
+        if self._closed:
+            raise EngineError(f'the engine view of {self.owner!r} is closed')
+        token.check()
+        with self._shared.calling(token, self.owner):
+            yield
+        token.check()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise EngineError(f'the engine view of {self.owner!r} is closed')
+
+    def synthesize(self, text: str, voice: VoiceParams) -> np.ndarray:
+        """The shared engine's synthesis (see :meth:`Engine.synthesize`)."""
+        self._check_open()
+        return self._engine.synthesize(text, voice)
+
+    def synthesize_timed(self, text: str, voice: VoiceParams) -> AudioWindow:
+        """The shared engine's timed synthesis."""
+        self._check_open()
+        return self._engine.synthesize_timed(text, voice)
+
+    def synthesize_windows(self, text: str, voice: VoiceParams) -> Iterator[AudioWindow]:
+        """The shared engine's windows."""
+        self._check_open()
+        return self._engine.synthesize_windows(text, voice)
+
+    def predict_pause(self, left: str, right: str, voice: VoiceParams) -> float:
+        """The shared engine's pause prediction (s)."""
+        self._check_open()
+        return self._engine.predict_pause(left, right, voice)
 
     def warmup(self) -> None:
         """Nothing: the shared engine was warmed up when it was loaded."""

@@ -32,6 +32,7 @@ from ..engines import VoiceParams
 from ..engines.shared import SharedEngine
 from ..node import log_bridge
 from ..node.engine_loader import EngineLoader, EngineSource
+from ..node.executor_wait import caught_up
 from ..node.param_spec import Apply
 from ..node.parameters import FLEET_PARAMETERS, ROBOT_PARAMETERS, declare_all, voice_params
 from ..node.status import publish_status
@@ -43,6 +44,10 @@ __all__ = ['FleetNode']
 
 #: Period of the fleet's own ``/diagnostics`` status (s).
 DIAGNOSTICS_PERIOD_S = 1.0
+
+#: Longest wait for the executor to let go of removed robot nodes before they are
+#: destroyed (s); it takes one or two of its 0.1 s spins.
+NODE_RELEASE_TIMEOUT_S = 2.0
 
 
 class FleetNode(LifecycleNode):
@@ -101,7 +106,10 @@ class FleetNode(LifecycleNode):
             if spec is not None:
                 error = spec.check(param.value)
             elif param.name == ROBOTS:
-                error = check_robots(param.value, self.get_namespace()) or None
+                # Start-up values (and the unset one, None) are checked by on_configure,
+                # which names every problem; a change later is refused here.
+                error = (check_robots(param.value, self.get_namespace()) or None
+                         if self._declared else None)
             else:
                 continue
             if error is None and self._active and (
@@ -147,12 +155,10 @@ class FleetNode(LifecycleNode):
             path = self._p('user_dictionary')  # process-wide: applied once, for all
             userdict.apply(userdict.UserDictionary.load(path) if path else None)
             warmup_front_end()
-            engine = self._loader.load(self._engine_params(), self._preload_voice)
-            if engine is None:
+            if not self._load_shared():
+                self._teardown()
                 self._state_label = 'unconfigured'
                 return TransitionCallbackReturn.FAILURE
-            self._loader.detach()  # the shared engine owns it from here
-            self._shared = SharedEngine(engine)
             for robot in robots:
                 if not self._add_robot(robot):
                     self._teardown()
@@ -165,6 +171,28 @@ class FleetNode(LifecycleNode):
             return TransitionCallbackReturn.FAILURE
         self._state_label = 'inactive'
         return TransitionCallbackReturn.SUCCESS
+
+    def _load_shared(self) -> bool:
+        """Load and warm the engine once, share it; the phrase cache goes on top.
+
+        The cache wraps the shared engine's turns, not the engine: a hit is served at once
+        to any robot, only a miss waits for its turn.
+        """
+        params = self._engine_params()
+        engine = self._loader.load(dict(params, phrase_cache_mb=0, preload_phrases=''),
+                                   self._preload_voice)
+        if engine is None:
+            return False
+        voice = self._preload_voice()  # while the loader still knows the voice loaded
+        self._loader.detach()  # the shared engine owns it from here
+        self._shared = SharedEngine(engine)
+        if params['phrase_cache_mb']:
+            cached = self._loader.add_cache(self._shared.gated, params, voice)
+            if cached is None:
+                return False
+            self._loader.detach()
+            self._shared.serve(cached)
+        return True
 
     def _add_robot(self, robot: str) -> bool:
         """Make robot ``robot``'s node, add it to the executor and configure it."""
@@ -239,13 +267,24 @@ class FleetNode(LifecycleNode):
         """Bring every robot to unconfigured, destroy its node, free the shared engine."""
         with self._lock:
             robots, self._robots = list(self._robots.values()), {}
+        executor = self.executor
         for node in robots:
             if node.lifecycle_label == 'active':
                 node.trigger_deactivate()
             if node.lifecycle_label == 'inactive':
                 node.trigger_cleanup()
-            if self.executor is not None:
-                self.executor.remove_node(node)
+            if executor is not None:
+                executor.remove_node(node)
+        if robots and executor is not None:
+            # The spinning thread may be building a wait set from the removed nodes'
+            # entities: destroying them under it raises there (InvalidHandle) and ends
+            # the process. Once two marker tasks have run, every wait set it builds is
+            # without them. From the thread that spins (the runner's shutdown), spin here.
+            if not caught_up(executor, NODE_RELEASE_TIMEOUT_S,
+                             spin=threading.current_thread() is threading.main_thread()):
+                self.get_logger().warning('the executor did not cycle in time; destroying '
+                                          'the robot nodes anyway')
+        for node in robots:
             node.destroy_node()
         if self._shared is not None:
             self._shared.close()

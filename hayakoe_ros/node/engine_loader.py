@@ -19,7 +19,7 @@ from typing import Callable, Optional
 from ..engines import (Engine, EngineError, EngineLoadError, UnknownStyleError, VoiceParams,
                        create_engine)
 from ..engines.phrase_cache import CachingEngine
-from ..engines.shared import SharedEngineView
+from ..engines.shared import GatedEngine, SharedEngineView
 from ..engines.preload import preload, read_phrases
 from ..engines.resample import ResampledEngine
 from ..text import pipeline, userdict
@@ -80,6 +80,7 @@ class EngineLoader:
             return 'no engine'
         rate = f'{engine.sample_rate} Hz'
         inner = engine.inner if isinstance(engine, CachingEngine) else engine
+        inner = inner.inner if isinstance(inner, GatedEngine) else inner
         if isinstance(inner, ResampledEngine):
             rate += f' resampled from {inner.engine_rate} Hz'
         cache = ''
@@ -177,7 +178,7 @@ class EngineLoader:
                        f's, warmed up in {time.perf_counter() - t1:.2f} s '
                        f"({engine.sample_rate} Hz, styles: {', '.join(engine.styles)})")
         if params.get('phrase_cache_mb'):
-            return self._add_cache(engine, params, voice())
+            return self.add_cache(engine, params, voice())
         if params.get('preload_phrases', '').strip():
             self._log.warning('preload_phrases is set but phrase_cache_mb is 0 (the phrase '
                               'cache is off): nothing preloaded')
@@ -208,9 +209,21 @@ class EngineLoader:
             return None
         return self.engine
 
-    def _add_cache(self, engine: Engine, params: dict, voice: VoiceParams
-                   ) -> Optional[Engine]:
-        """Wrap ``engine`` in the phrase cache and preload ``preload_phrases`` into it."""
+    def add_cache(self, engine: Engine, params: dict, voice: VoiceParams
+                  ) -> Optional[Engine]:
+        """Wrap ``engine`` in the phrase cache and preload ``preload_phrases`` into it.
+
+        Args:
+            engine: The engine to cache (a loaded one, or a fleet's gated engine).
+            params: ``phrase_cache_mb``, ``phrase_cache_dir``, ``preload_phrases`` and the
+                segmenting parameters (``max_chars``, ``max_segment_chars``,
+                ``first_segment_morae``).
+            voice: The voice the phrases are preloaded in.
+
+        Returns:
+            The cache, also kept in :attr:`engine`; None on failure (logged as ERROR;
+            ``engine`` is then closed only if it was :attr:`engine`).
+        """
         try:
             phrases = read_phrases(params.get('preload_phrases', ''))
             cached = CachingEngine(engine, params['phrase_cache_mb'],
