@@ -84,7 +84,7 @@ class Goal:
                 raise RuntimeError('goal not accepted in time')
             time.sleep(0.002)
         handle = self._future.result()
-        if not handle.accepted:
+        if handle is None or not handle.accepted:
             raise RuntimeError('goal rejected')
         result = handle.get_result_async()
         while not result.done():
@@ -92,7 +92,9 @@ class Goal:
                 raise RuntimeError('goal not finished in time')
             time.sleep(0.005)
         if not self.chunks:
-            raise RuntimeError(f'goal finished without audio: {result.result().result.text}')
+            response = result.result()
+            text = response.result.text if response is not None else '(no result)'
+            raise RuntimeError(f'goal finished without audio: {text}')
         return {'sent': self.sent, 'ttfa_s': self.chunks[0][0] - self.sent,
                 'last': self.chunks[-1][0],
                 'audio_s': sum(n / r for _, n, r in self.chunks)}

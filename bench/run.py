@@ -329,7 +329,7 @@ def analyse(h: dict, micro: dict, ojt: dict, extras: dict | None = None) -> dict
         'generate': report.ratios([r['compute_s'] for r in h['generate'][10]],
                                   [r['compute_s'] for r in h['generate'][1]])}
     out['responsiveness'] = responsiveness.analyse(h, extras or {})
-    if (extras or {}).get('fleet'):
+    if extras and extras.get('fleet'):
         out['fleet'] = fleet.analyse(extras['fleet'])
     out['cancel'] = {k: report.summary([c[k] for c in h['cancel']])
                      for k in ('latency_s', 'ack_s', 'late_chunks', 'downstream_s')}
