@@ -29,6 +29,7 @@ setup(
             'tts_node = hayakoe_ros.tts_node:main',
             'player_node = hayakoe_ros.player_node:main',
             'say = hayakoe_ros.say:main',
+            'tts_fleet = hayakoe_ros.tts_fleet:main',
         ],
     },
 )

@@ -18,6 +18,8 @@ the repository's own texts, test/data/texts.yaml, each a prefix of the next):
 * speech marks (``bench/marks_cost.py``): node CPU per audio second with ``marks`` on vs
   off (Open JTalk, and hayakoe on the 1- and 3-sentence texts), and on Open JTalk how far
   word marks lie from the sound's onset in the published PCM and from their stamps.
+* ``tts_fleet`` with 4 robots against one ``tts_node`` (``bench/fleet.py``): TTFA at once
+  vs idle, throughput, peak RSS.
 
 Raw hayakoe runs in worker processes (``bench/raw_worker.py``), the node as a subprocess;
 raw and node runs alternate (raw first on even repetitions, node first on odd ones) after
@@ -42,7 +44,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # tools/ is a top-level package, not installed
     sys.path.insert(0, str(REPO))
 
-from bench import (frontend_speed, marks_cost, memory_report,  # noqa: E402
+from bench import (fleet, frontend_speed, marks_cost, memory_report,  # noqa: E402
                    openjtalk_isolation, pulse_playout, report, responsiveness, stream_ttfa)
 from bench.node_driver import BenchClient, NodeProcess, read_cpu_s, read_vm_kib  # noqa: E402
 from bench.raw_worker import SPEAKER, VOICE, model_root  # noqa: E402
@@ -332,6 +334,8 @@ def analyse(h: dict, micro: dict, ojt: dict, extras: dict | None = None) -> dict
     out['responsiveness'] = responsiveness.analyse(h, extras or {})
     out['marks'] = {engine: marks_cost.analyse(raw)
                     for engine, raw in (extras or {}).get('marks', {}).items()}
+    if extras and extras.get('fleet'):
+        out['fleet'] = fleet.analyse(extras['fleet'])
     out['cancel'] = {k: report.summary([c[k] for c in h['cancel']])
                      for k in ('latency_s', 'ack_s', 'late_chunks', 'downstream_s')}
     rss = h['rss']
@@ -406,6 +410,8 @@ def claims(a: dict) -> list:
     for m in a.get('marks', {}).values():
         rows += marks_cost.claims(m)
     rows += memory_report.claims(a['rss_mb'])
+    if 'fleet' in a:
+        rows += fleet.claims(a['fleet'])
     if 'phoneme_rate' in a:
         pr = a['phoneme_rate']
         lo, hi = TARGETS['phoneme_rate']
@@ -570,6 +576,8 @@ def markdown(a: dict, results: dict) -> str:
     if st:
         parts += ['### Streamed replies (bench/stream_ttfa.py)', '', stream_ttfa.markdown(st),
                   '']
+    if 'fleet' in a:
+        parts += fleet.markdown(a['fleet'])
     fe = results['raw'].get('extras', {}).get('frontend')
     if fe:
         parts += ['### Text front end (bench/frontend_speed.py)', '',
@@ -637,6 +645,8 @@ def main(argv=None) -> int:
                         help='skip bench/marks_cost.py (speech marks: cost, alignment)')
     parser.add_argument('--no-speech-scripts', action='store_true',
                         help='skip bench/first_segment.py and bench/gapless.py (no ROS)')
+    parser.add_argument('--no-fleet', action='store_true',
+                        help='skip bench/fleet.py (tts_fleet with 4 robots)')
     parser.add_argument('--render', type=Path, metavar='RESULTS_JSON',
                         help='measure nothing: re-render the tables of a results.json')
     parser.add_argument('--out-json', type=Path, default=REPO / 'bench' / 'results.json')
@@ -693,6 +703,11 @@ def main(argv=None) -> int:
                         'hayakoe': marks_cost.measure(
                             hayakoe_params(root, speaker, args.threads), args.reps,
                             log_dir, ns, sizes=(1, 3), log=log)}
+                if not args.no_fleet:
+                    log('tts_fleet with 4 robots vs one tts_node (bench/fleet.py)')
+                    extras['fleet'] = fleet.measure(
+                        argparse.Namespace(robots=4, reps=2, threads=args.threads), root,
+                        speaker, log_dir, log)
             except Exception:
                 for f in sorted(log_dir.iterdir()):  # the processes' logs explain it
                     print(f'--- {f.name}\n{f.read_text(errors="replace")[-4000:]}',

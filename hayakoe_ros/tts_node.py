@@ -43,7 +43,7 @@ from .node.audio_out import AudioOut
 from .node.marks_out import MarksOut
 from .node.speech_in import SpeechIn
 from .node.diagnostics import Snapshot, SpeechStats, build_status, rate_values
-from .node.engine_loader import EngineLoader
+from .node.engine_loader import EngineLoader, EngineSource
 from .node.restarts import RunRecord
 from .node.status import publish_status
 from .node.executor_wait import caught_up
@@ -63,10 +63,21 @@ EXECUTOR_THREADS = 4
 
 
 class TTSNode(LifecycleNode):
-    """Lifecycle node speaking Japanese text as streamed ``AudioStamped`` chunks."""
+    """Lifecycle node speaking Japanese text as streamed ``AudioStamped`` chunks.
 
-    def __init__(self, node_name: str = 'tts_node', **kwargs) -> None:
+    Args:
+        node_name: The node's name.
+        engine_source: A shared engine (``tts_fleet``'s robots): configure takes a view of
+            it instead of loading one (cleanup closes the view only), the parameters it
+            decided are not declared here, and the process's log bridge is its owner's.
+        kwargs: For :class:`rclpy.lifecycle.LifecycleNode`.
+    """
+
+    def __init__(self, node_name: str = 'tts_node',
+                 engine_source: Optional[EngineSource] = None, **kwargs) -> None:
         super().__init__(node_name, **kwargs)
+        self._engine_source = engine_source
+        owned = engine_source.parameters if engine_source else ()
         self._config_errors: list = []
         self._active = False
         self._state_label = 'unconfigured'
@@ -76,9 +87,10 @@ class TTSNode(LifecycleNode):
         self._scheduler: Optional[SpeechScheduler] = None
         self._declared = False
         self.add_on_set_parameters_callback(self._on_set_parameters)
-        self._config_errors = declare_all(self)
+        self._config_errors = declare_all(
+            self, {n: s for n, s in PARAMETERS.items() if n not in owned}, owned)
         self._declared = True
-        self._log_handler = log_bridge.attach(self.get_logger())
+        self._log_handler = (None if engine_source else log_bridge.attach(self.get_logger()))
         self._run_record = RunRecord.begin(self.get_fully_qualified_name())
         if self._run_record.restarts:
             self.get_logger().warning(
@@ -147,15 +159,7 @@ class TTSNode(LifecycleNode):
             self._state_label = 'unconfigured'
             return TransitionCallbackReturn.FAILURE
         try:
-            # Read and apply the user dictionary (both voices; a bad line fails
-            # configure with an error naming it). Process-wide, like Open JTalk's own.
-            path = self._p('user_dictionary')
-            userdict.apply(userdict.UserDictionary.load(path) if path else None)
-            warmup_front_end()
-            self._loading = (f"engine {self._p('engine')} (speaker {self._p('speaker')}, "
-                             f"{self._p('device')})")
-            engine = self._loader.load(
-                {name: self._p(name) for name in PARAMETERS}, self._voice)
+            engine = self._load_engine()
             self._loading = ''
             if engine is None:
                 self._state_label = 'unconfigured'
@@ -182,6 +186,19 @@ class TTSNode(LifecycleNode):
             return TransitionCallbackReturn.FAILURE
         self._state_label = 'inactive'
         return TransitionCallbackReturn.SUCCESS
+
+    def _load_engine(self):
+        """The engine: a view of the shared one, or loaded, checked and warmed up here."""
+        if self._engine_source is not None:  # loaded once by the fleet, dictionary applied
+            return self._loader.adopt(self._engine_source, self.get_namespace(), self._voice)
+        # Read and apply the user dictionary (both voices; a bad line fails configure
+        # with an error naming it). Process-wide, like Open JTalk's own.
+        path = self._p('user_dictionary')
+        userdict.apply(userdict.UserDictionary.load(path) if path else None)
+        warmup_front_end()
+        self._loading = (f"engine {self._p('engine')} (speaker {self._p('speaker')}, "
+                         f"{self._p('device')})")
+        return self._loader.load({name: self._p(name) for name in PARAMETERS}, self._voice)
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Start serving the text topic and ``say`` goals."""
@@ -337,7 +354,8 @@ class TTSNode(LifecycleNode):
         engine = loader.engine
         snap = Snapshot(
             name=f'{self.get_fully_qualified_name()}: speech synthesis',
-            hardware_id=engine.device if engine else self._p('device'),
+            hardware_id=engine.device if engine else (
+                self._p('device') if self.has_parameter('device') else ''),
             lifecycle_state=self._state_label,
             engine=engine.name if engine else '', voice=loader.voice_name,
             device=engine.device if engine else '',
@@ -356,7 +374,8 @@ class TTSNode(LifecycleNode):
 
     def destroy_node(self) -> None:
         """Detach the log bridge, end the run's record (a clean exit), destroy the node."""
-        log_bridge.detach(self._log_handler)
+        if self._log_handler is not None:
+            log_bridge.detach(self._log_handler)
         self._run_record.end()
         super().destroy_node()
 

@@ -114,3 +114,19 @@ def test_readme_documents_every_player_parameter_with_its_default():
         default = str(spec.default).lower() if isinstance(spec.default, bool) else \
             (spec.default if spec.default != '' else '""')
         assert f'| `{name}` | {spec.type_name} | `{default}` |' in readme, name
+
+
+def test_fleet_launch_file_starts_tts_fleet_with_fleet_parameters():
+    """fleet.launch.py: tts_fleet, its robots, and overrides of the fleet's own parameters."""
+    from hayakoe_ros.node.parameters import FLEET_PARAMETERS
+
+    source = (REPO / 'launch' / 'fleet.launch.py').read_text()
+    tree = ast.parse(source)
+    overrides = next(node.value for node in tree.body if isinstance(node, ast.Assign)
+                     and node.targets[0].id == 'PARAMETER_ARGUMENTS')
+    for key, value in zip(overrides.keys, overrides.values):
+        assert key.value in FLEET_PARAMETERS, key.value  # a robot's would be ignored
+        assert value.elts[0].id == type(FLEET_PARAMETERS[key.value].default).__name__
+    assert "executable='tts_fleet'" in source and "'robots'" in source
+    assert 'OnProcessExit(' in source and 'Shutdown(' in source
+    assert "'tts_fleet = hayakoe_ros.tts_fleet:main'" in (REPO / 'setup.py').read_text()

@@ -137,7 +137,8 @@ def test_one_info_line_per_utterance_and_debug_lines_for_segments(ros_client):
         log = node.log()
         lines = [x for x in log.splitlines() if re.search(r'\[INFO\].*utterance \d+ ', x)]
         assert len(lines) == 1, log
-        assert re.search(r"utterance 1 \(topic [0-9a-f]{32}\) 'こんにちは。今日はいい天気ですね。': "
+        assert re.search(r"utterance 1 \(topic [0-9a-f]{32}\) "
+                         r"'こんにちは。今日はいい天気ですね。': "
                          r'2 segment\(s\), \d+\.\d\d s audio, TTFA \d+\.\d+ s '
                          r'\(start delay \d+\.\d+ s\), RTF \d+\.\d+, \d+ underrun\(s\): '
                          r'succeeded', lines[0]), lines[0]

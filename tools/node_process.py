@@ -25,6 +25,11 @@ REPO = Path(__file__).resolve().parents[1]
 #: this interpreter (the console script ``tts_node`` runs the same ``main()``).
 DEFAULT_COMMAND = (sys.executable, '-m', 'hayakoe_ros.tts_node')
 
+#: ``tts_fleet`` (one engine, a node per robot) as :class:`NodeProcess` runs it: give
+#: ``name='tts_fleet'`` and wait for its ``fleet ready:`` line (each robot logs
+#: ``ready:`` first).
+FLEET_COMMAND = (sys.executable, '-m', 'hayakoe_ros.tts_fleet')
+
 _NAMESPACES = itertools.count(1)
 
 
@@ -50,11 +55,16 @@ def read_vm_kib(pid: int, field: str = 'VmHWM') -> int:
 
 
 def ros_args(params: dict) -> list:
-    """Return ``-p name:=value`` arguments for ``params`` (bools as true/false)."""
+    """Return ``-p name:=value`` arguments for ``params``.
+
+    Bools are written true/false, lists as YAML flow sequences (``[r1, r2]``).
+    """
     args: list = []
     for key, value in params.items():
         if isinstance(value, bool):
             value = str(value).lower()
+        elif isinstance(value, (list, tuple)):
+            value = '[' + ', '.join(map(str, value)) + ']'
         args += ['-p', f'{key}:={value}']
     return args
 

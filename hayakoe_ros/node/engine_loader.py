@@ -16,12 +16,32 @@ import dataclasses
 import time
 from typing import Callable, Optional
 
-from ..engines import Engine, EngineLoadError, UnknownStyleError, VoiceParams, create_engine
+from ..engines import (Engine, EngineError, EngineLoadError, UnknownStyleError, VoiceParams,
+                       create_engine)
 from ..engines.phrase_cache import CachingEngine
+from ..engines.shared import GatedEngine, SharedEngineView
 from ..engines.preload import preload, read_phrases
 from ..engines.resample import ResampledEngine
 from ..text import pipeline, userdict
 from .parameters import FallbackEngine
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineSource:
+    """An engine loaded once by someone else (``tts_fleet``) for a node to share.
+
+    Attributes:
+        open: Returns a new engine for the node whose name (a robot's namespace) it is
+            given: a view of the shared engine; closing it leaves the shared one loaded.
+        fallback_reason: Why the shared engine is the fallback voice ('' if it is not).
+        parameters: The node parameters the source decided (engine, voice files, device,
+            output rate, phrase cache, user dictionary...) and any of its own: the node
+            does not declare them, and overrides naming them are not unknown to it.
+    """
+
+    open: Callable[[str], Engine]
+    fallback_reason: str = ''
+    parameters: tuple = ()
 
 
 class EngineLoader:
@@ -48,25 +68,33 @@ class EngineLoader:
         engine = self.engine
         return f'{engine.name}/{engine.voice}' if engine is not None else ''
 
+    def _unshared(self) -> Optional[Engine]:
+        """The engine, or the shared engine behind it (a fleet's view)."""
+        engine = self.engine
+        return engine.inner if isinstance(engine, SharedEngineView) else engine
+
     def describe(self) -> str:
         """One-line description for the ``ready:`` log line."""
-        engine = self.engine
+        engine = self._unshared()
         if engine is None:
             return 'no engine'
         rate = f'{engine.sample_rate} Hz'
         inner = engine.inner if isinstance(engine, CachingEngine) else engine
+        inner = inner.inner if isinstance(inner, GatedEngine) else inner
         if isinstance(inner, ResampledEngine):
             rate += f' resampled from {inner.engine_rate} Hz'
         cache = ''
         if isinstance(engine, CachingEngine):
             cache = f', phrase cache {engine.max_mb:g} MiB' + (
                 f' in {engine.directory}' if engine.directory else '')
-        return (f'{self.voice_name} ({engine.device}, {rate}{cache})'
+        shared = (f', shared by the fleet as {self.engine.owner!r}'
+                  if isinstance(self.engine, SharedEngineView) else '')
+        return (f'{self.voice_name} ({engine.device}, {rate}{cache}{shared})'
                 + (' [FALLBACK voice]' if self.fallback_reason else ''))
 
     def diagnostics(self) -> dict:
         """``cache_hits`` and ``cache_misses`` of the phrase cache ('' when it is off)."""
-        engine = self.engine
+        engine = self._unshared()
         if isinstance(engine, CachingEngine):
             return {'cache_hits': engine.hits, 'cache_misses': engine.misses}
         return {'cache_hits': '', 'cache_misses': ''}
@@ -150,15 +178,52 @@ class EngineLoader:
                        f's, warmed up in {time.perf_counter() - t1:.2f} s '
                        f"({engine.sample_rate} Hz, styles: {', '.join(engine.styles)})")
         if params.get('phrase_cache_mb'):
-            return self._add_cache(engine, params, voice())
+            return self.add_cache(engine, params, voice())
         if params.get('preload_phrases', '').strip():
             self._log.warning('preload_phrases is set but phrase_cache_mb is 0 (the phrase '
                               'cache is off): nothing preloaded')
         return engine
 
-    def _add_cache(self, engine: Engine, params: dict, voice: VoiceParams
-                   ) -> Optional[Engine]:
-        """Wrap ``engine`` in the phrase cache and preload ``preload_phrases`` into it."""
+    def adopt(self, source: EngineSource, owner: str, voice: Callable[[], VoiceParams]
+              ) -> Optional[Engine]:
+        """Take a view of a shared engine (loaded and warm) instead of loading one.
+
+        Args:
+            source: The shared engine.
+            owner: Who the view is for (the node's namespace), for logs.
+            voice: Returns the node's voice settings, checked against the shared voice.
+
+        Returns:
+            The view, also kept in :attr:`engine`; None on failure (logged as ERROR).
+        """
+        self.close()
+        self.fallback_reason, self.engine_error = source.fallback_reason, ''
+        try:
+            self.engine = source.open(owner)
+            self.engine.check_voice(voice())
+        except (EngineError, UnknownStyleError) as exc:
+            self.engine_error = str(exc)
+            self._log.error(f'{exc} (parameters style/speaker_id)' if isinstance(
+                exc, UnknownStyleError) else f'shared engine: {exc}')
+            self.close()
+            return None
+        return self.engine
+
+    def add_cache(self, engine: Engine, params: dict, voice: VoiceParams
+                  ) -> Optional[Engine]:
+        """Wrap ``engine`` in the phrase cache and preload ``preload_phrases`` into it.
+
+        Args:
+            engine: The engine to cache (a loaded one, or a fleet's gated engine).
+            params: ``phrase_cache_mb``, ``phrase_cache_dir``, ``preload_phrases`` and the
+                segmenting parameters (``max_chars``, ``max_segment_chars``,
+                ``first_segment_morae``).
+            voice: The voice the phrases are preloaded in.
+
+        Returns:
+            The cache, also kept in :attr:`engine`; None on failure (logged as ERROR;
+            ``engine`` is then closed only if it was :attr:`engine`).
+        """
         try:
             phrases = read_phrases(params.get('preload_phrases', ''))
             cached = CachingEngine(engine, params['phrase_cache_mb'],

@@ -137,7 +137,7 @@ def unknown_parameters(names: Iterable[str], specs: dict) -> list:
     return unknown
 
 
-def declare_specs(node, specs: dict) -> list:
+def declare_specs(node, specs: dict, also_known: Iterable[str] = ()) -> list:
     """Declare every spec on ``node``; return the errors of invalid start-up values.
 
     The node's set-parameters callback must be registered first, so that start-up values
@@ -151,6 +151,8 @@ def declare_specs(node, specs: dict) -> list:
         node: An rclpy node (its ``-p`` / params-file overrides are read from rclpy's
             ``_parameter_overrides``).
         specs: :class:`ParameterSpec` by name.
+        also_known: Names declared by another node of the process (a fleet's): overrides
+            naming them get no WARN here.
     """
     errors = []
     overrides = node._parameter_overrides  # rclpy keeps the -p / params-file values here
@@ -162,7 +164,8 @@ def declare_specs(node, specs: dict) -> list:
             errors.append(spec.check(given) or f"parameter '{name}': {given!r}: {exc}")
             node.declare_parameter(name, spec.default, spec.descriptor(),
                                    ignore_override=True)
-    for name, close in unknown_parameters(overrides, specs):
+    known = set(also_known)
+    for name, close in unknown_parameters(set(overrides) - known, specs):
         hint = f" (did you mean '{close}'?)" if close else ''
         node.get_logger().warning(f"unknown parameter '{name}' ignored: the node has no "
                                   f'such parameter{hint}')

@@ -12,7 +12,7 @@ same at start-up and on ``ros2 param set``.
 from __future__ import annotations
 
 import enum
-from typing import Iterable
+from typing import Iterable, Optional
 
 from ..engines import VoiceParams
 from ..speech import QueuePolicy, SchedulerConfig
@@ -21,8 +21,9 @@ from ..text.segment import FIRST_SEGMENT_MORAE
 from . import param_spec
 from .param_spec import Apply, ParameterSpec
 
-__all__ = ['Apply', 'PARAMETERS', 'ParameterSpec', 'declare_all', 'parameter_table',
-           'scheduler_config', 'unknown_parameters', 'voice_params']
+__all__ = ['Apply', 'FLEET_PARAMETERS', 'PARAMETERS', 'ParameterSpec', 'ROBOT_PARAMETERS',
+           'declare_all', 'parameter_table', 'scheduler_config', 'unknown_parameters',
+           'voice_params']
 
 class EngineName(str, enum.Enum):
     """Speech engines the node can load."""
@@ -193,6 +194,18 @@ _SPECS = (
 #: Every parameter of ``tts_node``, by name, in declaration order.
 PARAMETERS: dict = {spec.name: spec for spec in _SPECS}
 
+#: Parameters that stay each node's own in a fleet process (``tts_fleet``): its
+#: interfaces' QoS depth and diagnostics period, and every live one (voice, queue,
+#: segmenting, pacing).
+ROBOT_PARAMETERS: dict = {
+    name: spec for name, spec in PARAMETERS.items()
+    if spec.apply is Apply.LIVE or name in ('qos_depth', 'diagnostics_period_s')}
+
+#: Parameters a fleet process takes once for every robot: the engine and its files,
+#: device, threads, output rate, phrase cache, user dictionary (process-wide), autostart.
+FLEET_PARAMETERS: dict = {name: spec for name, spec in PARAMETERS.items()
+                          if name not in ROBOT_PARAMETERS}
+
 #: Parameters that make up :class:`~hayakoe_ros.engines.VoiceParams`.
 VOICE_PARAMETERS = ('style', 'style_weight', 'speaker_id', 'rate', 'pitch_scale',
                     'intonation_scale', 'sdp_ratio', 'noise', 'noise_w')
@@ -257,9 +270,17 @@ def parameter_table() -> str:
     return '\n'.join(rows)
 
 
-def declare_all(node) -> list:
+def declare_all(node, specs: Optional[dict] = None, also_known: Iterable[str] = ()) -> list:
     """Declare every parameter of ``tts_node``; errors of invalid start-up values.
+
+    Args:
+        node: The node.
+        specs: The specs to declare (default :data:`PARAMETERS`; a fleet's robot node
+            declares :data:`ROBOT_PARAMETERS`).
+        also_known: Names another node of the process declares: an override naming one
+            is no unknown parameter here.
 
     See :func:`~.param_spec.declare_specs`.
     """
-    return param_spec.declare_specs(node, PARAMETERS)
+    return param_spec.declare_specs(node, PARAMETERS if specs is None else specs,
+                                    also_known)
