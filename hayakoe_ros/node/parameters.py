@@ -195,11 +195,11 @@ _SPECS = (
 PARAMETERS: dict = {spec.name: spec for spec in _SPECS}
 
 #: Parameters that stay each node's own in a fleet process (``tts_fleet``): its
-#: interfaces' QoS depth and diagnostics period, and every live one (voice, queue,
-#: segmenting, pacing).
+#: interfaces' QoS depth, diagnostics period and speech marks, and every live one (voice,
+#: queue, segmenting, pacing).
 ROBOT_PARAMETERS: dict = {
     name: spec for name, spec in PARAMETERS.items()
-    if spec.apply is Apply.LIVE or name in ('qos_depth', 'diagnostics_period_s')}
+    if spec.apply is Apply.LIVE or name in ('qos_depth', 'diagnostics_period_s', 'marks')}
 
 #: Parameters a fleet process takes once for every robot: the engine and its files,
 #: device, threads, output rate, phrase cache, user dictionary (process-wide), autostart.
