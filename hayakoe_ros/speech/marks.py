@@ -23,8 +23,15 @@ import dataclasses
 import difflib
 from typing import Optional, Sequence
 
+import numpy as np
+
 #: Phonemes of no sound of their own: the edges of a call and pauses at punctuation.
 SILENT = frozenset({'sil', 'pau'})
+
+#: Level (linear full scale) at which a word after silence is heard to start: -50 dBFS,
+#: above the Open JTalk voice's pauses (their peaks stay under -58 dBFS, measured) and
+#: below the start of any speech sound.
+WORD_ONSET_LEVEL = 10.0 ** (-50.0 / 20.0)
 
 #: Viseme of each phoneme class, a small set suited to Japanese: the five vowels, closed
 #: lips, the moraic nasal and silence. Consonants other than the lips' take the viseme
@@ -130,8 +137,27 @@ def align_words(words: Sequence, phones: Sequence) -> list:
     return found
 
 
-def segment_marks(seg, phones: Sequence, offset: int, floor: int) -> list:
+def _heard_from(phone, audio: Optional[np.ndarray]) -> int:
+    """Samples into ``phone`` before its first sound above :data:`WORD_ONSET_LEVEL`.
+
+    0 when its audio is not at hand (a later window) or it has no such sound.
+    """
+    if audio is None:
+        return 0
+    part = np.abs(audio[phone.start:min(phone.end, audio.size)])
+    loud = np.flatnonzero(part > WORD_ONSET_LEVEL)
+    return int(loud[0]) if loud.size else 0
+
+
+def segment_marks(seg, phones: Sequence, offset: int, floor: int,
+                  audio: Optional[np.ndarray] = None) -> list:
     """The marks of one segment, on the utterance's sample axis, in time order.
+
+    Phonemes and visemes start where the engine's durations put them. A word starts with
+    its first phoneme, except after silence (a pause, the segment's start), where it starts
+    at that phoneme's first sound above :data:`WORD_ONSET_LEVEL` when the audio is at hand:
+    a stop's closure after silence is itself silent (Open JTalk's /k/ after a pause: 60 ms
+    of it), and a caption should show a word when it is heard.
 
     Args:
         seg: The :class:`~hayakoe_ros.text.segment.Segment` (its ``words``, ``sentence``
@@ -142,6 +168,8 @@ def segment_marks(seg, phones: Sequence, offset: int, floor: int) -> list:
             (samples; negative when leading silence was cut).
         floor: The stream position of the segment's first published sample: nothing of
             it is placed earlier.
+        audio: The engine's float32 audio of the segment as far as it has come
+            ``(samples,)`` (the first window when it is decoded in windows), or None.
 
     Returns:
         :class:`Mark` objects sorted by position (ties: sentence, ssml, word, viseme,
@@ -165,7 +193,10 @@ def segment_marks(seg, phones: Sequence, offset: int, floor: int) -> list:
         if found is None:  # nothing of it was heard as such (an emoji): a point in time
             start = end = cursor
         else:
-            start = max(floor, offset + phones[found[0]].start)
+            head = phones[found[0]]
+            after_silence = found[0] == 0 or phones[found[0] - 1].symbol in SILENT
+            start = max(floor, offset + head.start
+                        + (_heard_from(head, audio) if after_silence else 0))
             end = max(start, offset + phones[found[1]].end)
             cursor = end
         word_at.append(start)

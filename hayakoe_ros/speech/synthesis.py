@@ -148,6 +148,7 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
         # Computed once the segment's start is decided, whether or not anyone takes them:
         # what was heard is counted from the words' marks.
         marks: Optional[tuple] = None
+        raw: list = []  # the engine's audio of it so far, until its marks are made
         while True:
             try:
                 with engine.cancellable(token):
@@ -165,9 +166,12 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
             final = not window.later_s
             phones = phones or window.phones
             pcm = shaper.add(window.audio, final)
-            if marks is None and shaper.offset is not None:
-                marks = tuple(segment_marks(seg, phones, seg_start + shaper.offset,
-                                            seg_start))
+            if marks is None:
+                raw.append(window.audio)
+                if shaper.offset is not None:
+                    marks = tuple(segment_marks(seg, phones, seg_start + shaper.offset,
+                                                seg_start, np.concatenate(raw)))
+                    raw = []
             if final:
                 break
             if not pcm.size:
