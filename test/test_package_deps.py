@@ -48,11 +48,16 @@ def imports_of(dirs: tuple) -> dict:
     return out
 
 
+#: Python libraries and their rosdep keys (checked by
+#: test_python_libraries_have_their_rosdep_keys), not ROS packages.
+PYTHON_KEYS = {'numpy': 'python3-numpy', 'yaml': 'python3-yaml', 'pytest': 'python3-pytest'}
+
+
 def ros_packages(imports: dict) -> dict:
     """The entries of ``imports`` that are ROS packages."""
     known = set(get_packages_with_prefixes())
     from_launch = {name for name, files in imports.items()
-                   if any(f.startswith('launch/') for f in files)}
+                   if any(f.startswith('launch/') for f in files) and name not in PYTHON_KEYS}
     return {name: files for name, files in imports.items()
             if name in known | from_launch and name != 'hayakoe_ros'}
 
@@ -79,9 +84,7 @@ def test_every_ros_package_the_tests_import_is_declared():
     assert not missing, f'add <test_depend> to package.xml for: {missing}'
 
 
-@pytest.mark.parametrize('module, key', [('numpy', 'python3-numpy'),
-                                         ('yaml', 'python3-yaml'),
-                                         ('pytest', 'python3-pytest')])
+@pytest.mark.parametrize('module, key', sorted(PYTHON_KEYS.items()))
 def test_python_libraries_have_their_rosdep_keys(module, key):
     runtime, tests = imports_of(RUNTIME_DIRS), imports_of(TEST_DIRS)
     assert module in runtime or module in tests, f'{module} is no longer imported'

@@ -535,8 +535,9 @@ def test_a_canceled_goal_goes_silent_on_the_speaker_at_once(pulse, ros_client):
     """End to end: tts_node (Open JTalk) -> player_node; a say goal canceled mid-speech.
 
     tts_node publishes up to 0.3 s ahead; without the end mark the player would play it
-    all. The sound must stop within the device latency + 30 ms of the cancel (the cancel's
-    way to the node and the end mark's back included), without a click.
+    all. The sound must stop within the device latency + 100 ms of the cancel (the
+    cancel's way to the node and the end mark's back included: 5 ms on a quiet machine,
+    up to 60 ms under the full suite's load), not 0.3 s later, and without a click.
     """
     from ros_utils import send_goal, wait_future
 
@@ -574,7 +575,8 @@ def test_a_canceled_goal_goes_silent_on_the_speaker_at_once(pulse, ros_client):
         print(f'say canceled: sound stopped {stop_after_cancel * 1e3:.0f} ms after the cancel '
               f'(device latency {latency * 1e3:.0f} ms); player {values}')
         assert values['cut_utterances'] == '1', values
-        assert stop_after_cancel <= latency + 0.030, stop_after_cancel
+        assert float(values['cut_dropped_s']) > 0.15, values  # the lead held, dropped
+        assert stop_after_cancel <= latency + 0.100, stop_after_cancel
         assert largest_end_step < 0.05, largest_end_step
     finally:
         assert player.stop() == 0, player.log()
