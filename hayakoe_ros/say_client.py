@@ -251,7 +251,8 @@ class SayClient(Node):
     def _cancel_after_stop(self, sent) -> None:
         """Cancel the goal of ``sent`` (its send future) once it is answered; raise.
 
-        Both waits are bounded by :data:`CANCEL_WAIT_S` and end at once when done.
+        Both waits are bounded by :data:`CANCEL_WAIT_S` and end at once when done; with
+        ``--marks`` the second also waits for the goal's ``end`` mark (what was heard).
 
         Raises:
             Interrupted: always.
@@ -262,7 +263,9 @@ class SayClient(Node):
         handle = sent.result() if sent.done() else None
         if handle is not None and handle.accepted:
             canceled = handle.cancel_goal_async()
-            while not canceled.done() and time.monotonic() < until:
+            timeline = self.timeline  # --marks: its end line says what was heard
+            while (not canceled.done() or timeline is not None and not timeline.ended) \
+                    and time.monotonic() < until:
                 rclpy.spin_once(self, timeout_sec=0.05)
         raise Interrupted()
 
