@@ -429,3 +429,77 @@ def test_without_on_mark_what_was_heard_is_still_counted():
         engine.window_gate.set()
         engine.release()
         sched.shutdown()
+
+
+def test_a_burst_of_urgent_texts_is_spoken_in_arrival_order(rig):
+    r = rig(max_lead_s=0.0)
+    r.engine.window_gate.clear()  # the first is taken and decoding when the rest come
+    urgent = []
+    for i, text in enumerate(('かき。', 'さた。', 'なま。', 'あい。')):
+        urgent.append(r.sched.submit([Segment(text, Boundary.END, words=words_of(text),
+                                              sentence=(0, 3))], VoiceParams(),
+                                     text=text, source=text, urgent=True))
+        if not i:
+            assert r.engine.at_gate.wait(REAL_TIMEOUT_S)
+    r.engine.window_gate.set()
+    assert all(u.wait(REAL_TIMEOUT_S) and u.outcome is Outcome.SUCCEEDED for u in urgent)
+    with r.lock:
+        order = [e[2] for e in r.events if e[0] == 'chunk']
+    runs = [u for i, u in enumerate(order) if not i or order[i - 1] != u]
+    assert runs == [u.id for u in urgent]
+
+
+def test_an_urgent_text_between_two_pieces_of_a_stream_lets_the_reply_go_on(rig):
+    from hayakoe_ros.text.pipeline import prepare
+    from hayakoe_ros.text.stream import shift_segments
+
+    r = rig(max_lead_s=0.0)
+    first = 'かきさ。'
+    _, segs = prepare(first, 2000, 60)
+    reply = r.sched.submit(shift_segments(segs, 0), VoiceParams(), text=first, source=first,
+                           streaming=True)
+    deadline = time.monotonic() + REAL_TIMEOUT_S
+    while reply.heard_end < 3 and time.monotonic() < deadline:  # all of it heard
+        threading.Event().wait(0.005)
+    urgent = r.sched.submit([Segment('あい。', Boundary.END, words=words_of('あい。'))],
+                            VoiceParams(), text='あい。', source='あい。', urgent=True)
+    assert urgent.wait(REAL_TIMEOUT_S) and urgent.outcome is Outcome.SUCCEEDED
+    text = first + 'たなま。'
+    _, more = prepare('たなま。', 2000, 60)
+    r.sched.extend(reply, shift_segments(more, len(first)), text)
+    r.sched.end_stream(reply)
+    assert reply.wait(REAL_TIMEOUT_S) and reply.outcome is Outcome.SUCCEEDED
+    assert reply.heard == text
+    words = [m.value for m in r.marks('word')]
+    assert ''.join(words).endswith('たなま')
+
+
+def test_a_stream_line_ending_in_a_newline_starts_the_next_sentence():
+    import logging
+
+    from hayakoe_ros.node.stream_in import StreamIn
+    from hayakoe_ros.text.pipeline import prepare
+
+    got = []
+
+    class Stand:  # the utterance a streamed reply grows
+        halted = False
+
+        def extend(self, segments, source):
+            got.extend(segments)
+
+        def close_stream(self):
+            pass
+
+    def submit(segments, source, key):
+        got.extend(segments)
+        return Stand()
+
+    stream = StreamIn(submit, lambda t: prepare(t, 2000, 60), lambda *a: None,
+                      logging.getLogger('test'))
+    for fragment in ('一行目です\n', '二行目です\n', '三行目です。', ''):
+        stream.fragment(fragment)
+    text = '一行目です\n二行目です\n三行目です。'
+    sentences = [s.sentence for s in got if s.sentence is not None]
+    assert [text[a:b].strip() for a, b in sentences] == ['一行目です', '二行目です',
+                                                         '三行目です。']

@@ -25,6 +25,7 @@ from typing import Callable, Optional
 
 from ..speech import Utterance
 from ..text import InputError
+from ..text import ssml
 from ..text.stream import StreamAssembler, shift_segments
 
 _SENTENCE_END = tuple('。．.！!？?\n」』）)')
@@ -102,11 +103,21 @@ class StreamIn:
             self._cut = True
             return
         starts = not self._continues
-        self._continues = not piece.rstrip().endswith(_SENTENCE_END)
+        # A newline ends a sentence too (a line of a reply), before the blanks are stripped.
+        self._continues = not (piece.rstrip(' \t\u3000').endswith('\n')
+                               or piece.rstrip().endswith(_SENTENCE_END))
+        if utt is None and ssml.is_ssml(assembler.text):
+            # Markup split over fragments cannot be parsed piece by piece: refused whole.
+            error = ('text_stream takes plain text: SSML (a reply starting with <speak>) '
+                     'is refused; send it whole on text')
+            self._log.warning(f'text_stream [{self._key}]: reply not spoken: {error}')
+            self._refused(self._key, assembler.text, error)
+            self._cut = True
+            return
         try:
             _, segments = self._prepare(piece)
         except InputError as exc:
-            if exc.code == 'nothing_speakable':  # emoji, punctuation: nothing to say
+            if exc.code in ('nothing_speakable', 'empty'):  # emoji, blanks: nothing to say
                 self._log.debug(f'text_stream [{self._key}]: nothing speakable in '
                                 f'{piece[:40]!r}')
             else:

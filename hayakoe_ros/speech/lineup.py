@@ -39,6 +39,8 @@ class Lineup:
         self._closed: Optional[str] = None  # why nothing more is admitted
         # Interrupting utterances not yet taken: a new one goes behind them.
         self._urgent: Set[Utterance] = set()
+        # Urgent utterances until they finish: a later urgent one waits for them.
+        self._first: Set[Utterance] = set()
 
     @property
     def closed(self) -> bool:
@@ -164,7 +166,13 @@ class Lineup:
                 raise QueueFullError(f'queue full: {pending} utterances waiting '
                                      f'(max_queue={max_queue}); nothing was dropped')
             active = [u for u in self._in_flight if not u.done and not u.halted]
-            current = active[0] if active else None
+            # Urgent ones taken (speaking, or synthesised ahead) keep their turn: the new
+            # one goes after them, not in place of the first.
+            lead = 0
+            while lead < len(active) and active[lead] in self._first:
+                lead += 1
+            current = active[0] if active and not lead else None
+            active = active[lead:] if lead else active
             at = resume_at(current) if current is not None else None
             suspended: Optional[Tuple[Utterance, Attempt]] = None
             victims: List[Utterance] = []
@@ -175,11 +183,13 @@ class Lineup:
             elif current is not None:
                 current.halt()
                 victims.append(current)
-            for later in active[1:]:
-                later.restart()
-                self._in_flight.remove(later)
-            self._put_ahead_locked([utt] + ([current] if suspended else []) + active[1:])
+            later = active[1:] if current is not None else active
+            for ahead in later:
+                ahead.restart()
+                self._in_flight.remove(ahead)
+            self._put_ahead_locked([utt] + ([current] if suspended else []) + later)
             self._urgent.add(utt)
+            self._first.add(utt)
             self._cv.notify_all()
             return victims, suspended
 
@@ -239,6 +249,7 @@ class Lineup:
         with self._cv:
             if utt in self._in_flight:
                 self._in_flight.remove(utt)
+            self._first.discard(utt)
 
     def drain(self) -> List[Utterance]:
         """Empty the waiting line; return it and the utterances in flight (a stop)."""
@@ -246,6 +257,7 @@ class Lineup:
             victims = list(self._waiting) + list(self._in_flight)
             self._waiting.clear()
             self._urgent.clear()
+            self._first.clear()
             return victims
 
     def close(self, why: str) -> List[Utterance]:

@@ -114,6 +114,12 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
     first_ready = 0.0
     started = False  # the first hand-over of audio is done: attempt.start_at is set
     k = -1
+    if not segments and not _next_segment(utt, attempt, k):
+        # Resumed after everything was heard: nothing more to say (a streamed reply
+        # closed meanwhile), the utterance ends here.
+        if not utt.halted and utt.attempt is attempt:
+            put(SegmentPCM(utt, attempt, np.zeros(0, np.int16), True, clock()), utt, attempt)
+        return
     while k + 1 < len(segments):
         k += 1
         if utt.halted or utt.attempt is not attempt:

@@ -301,20 +301,21 @@ class Utterance:
             self.attempt = Attempt(old.number + 1, self._segments[from_segment:])
         return self.attempt
 
-    def resume_point(self) -> Optional[int]:
+    def resume_point(self) -> int:
         """Where a cut utterance goes on: the segment that starts the sentence cut.
 
         That is the sentence holding the first word not heard (:attr:`heard_end`), so the
-        listener hears it again from its beginning. None when every word was heard
-        (nothing to go on with). Segments without words (no front-end analysis) resume
-        from the start while nothing was heard.
+        listener hears it again from its beginning; ``len(segments)`` when every word was
+        heard (a streamed reply goes on with its next piece, anything else just ends).
+        Segments without words (no front-end analysis) resume from the start while nothing
+        was heard.
         """
         with self._grown:
             segments = list(self._segments)
         index = next((i for i, seg in enumerate(segments)
                       if any(w.end > self.heard_end for w in seg.words)), None)
         if index is None:
-            return 0 if not self.heard_end and segments else None
+            return 0 if not self.heard_end else len(segments)
         while index > 0 and segments[index].sentence is None:
             index -= 1
         return index
