@@ -32,11 +32,12 @@ from typing import Optional
 from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
 from rclpy.service import Service
 from std_srvs.srv import Trigger
 
 
+from .node.teardown import TeardownNode
 from .engines import UnknownStyleError
 from .node import log_bridge
 from .node.audio_out import AudioOut
@@ -62,7 +63,7 @@ __all__ = ['PARAMETERS', 'TTSNode', 'main', 'parameter_table']
 EXECUTOR_THREADS = 4
 
 
-class TTSNode(LifecycleNode):
+class TTSNode(TeardownNode):
     """Lifecycle node speaking Japanese text as streamed ``AudioStamped`` chunks.
 
     Args:
@@ -217,28 +218,6 @@ class TTSNode(LifecycleNode):
         if n:
             self.get_logger().info(f'deactivated: canceled {n} utterance(s)')
         return super().on_deactivate(state)
-
-    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Free the engine and the interfaces created by ``on_configure``."""
-        self._teardown()
-        self._state_label = 'unconfigured'
-        return TransitionCallbackReturn.SUCCESS
-
-    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Stop speaking and free everything; the process then exits with status 0."""
-        self._active = False
-        self._teardown()
-        self._state_label = 'finalized'
-        self.finalized.set()
-        return TransitionCallbackReturn.SUCCESS
-
-    def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Free whatever a failed transition left behind; back to unconfigured."""
-        self.get_logger().error(f'error in lifecycle state {state.label}: cleaning up')
-        self._active = False
-        self._teardown()
-        self._state_label = 'unconfigured'
-        return TransitionCallbackReturn.SUCCESS
 
     @property
     def lifecycle_label(self) -> str:

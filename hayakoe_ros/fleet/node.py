@@ -25,9 +25,10 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.exceptions import ParameterUninitializedException
-from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
 from rclpy.parameter import Parameter
 
+from ..node.teardown import TeardownNode
 from ..engines import VoiceParams
 from ..engines.shared import SharedEngine
 from ..node import log_bridge
@@ -50,7 +51,7 @@ DIAGNOSTICS_PERIOD_S = 1.0
 NODE_RELEASE_TIMEOUT_S = 2.0
 
 
-class FleetNode(LifecycleNode):
+class FleetNode(TeardownNode):
     """Lifecycle node serving several robots' speech from one engine.
 
     Args:
@@ -236,28 +237,6 @@ class FleetNode(LifecycleNode):
             if node.lifecycle_label == 'active':
                 node.trigger_deactivate()
         return super().on_deactivate(state)
-
-    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Clean up and destroy every robot's node; free the engine."""
-        self._teardown()
-        self._state_label = 'unconfigured'
-        return TransitionCallbackReturn.SUCCESS
-
-    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Shut every robot down, free the engine; the process then exits with status 0."""
-        self._active = False
-        self._teardown()
-        self._state_label = 'finalized'
-        self.finalized.set()
-        return TransitionCallbackReturn.SUCCESS
-
-    def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Free whatever a failed transition left behind; back to unconfigured."""
-        self.get_logger().error(f'error in lifecycle state {state.label}: cleaning up')
-        self._active = False
-        self._teardown()
-        self._state_label = 'unconfigured'
-        return TransitionCallbackReturn.SUCCESS
 
     def _robot_items(self) -> list:
         with self._lock:

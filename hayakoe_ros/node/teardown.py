@@ -1,0 +1,52 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""The lifecycle transitions that end in a teardown, shared by ``tts_node`` and the fleet.
+
+:class:`TeardownNode` gives a lifecycle node ``on_cleanup``, ``on_shutdown`` and
+``on_error`` that free what configure made (the subclass's ``_teardown``) and set the
+state word its ``/diagnostics`` report; ``on_shutdown`` also sets ``finalized``, on which
+the runner (:mod:`.runner`) ends the process with status 0.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+
+
+class TeardownNode(LifecycleNode):
+    """A lifecycle node whose cleanup, shutdown and error transitions call ``_teardown``.
+
+    Subclasses set ``_active`` (accepting work), ``_state_label`` (the state word) and
+    ``finalized`` (a :class:`threading.Event`), and define ``_teardown``.
+    """
+
+    _active: bool
+    _state_label: str
+    finalized: threading.Event
+
+    def _teardown(self) -> None:
+        raise NotImplementedError
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Free what ``on_configure`` made; back to unconfigured."""
+        self._teardown()
+        self._state_label = 'unconfigured'
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Stop and free everything; the process then exits with status 0."""
+        self._active = False
+        self._teardown()
+        self._state_label = 'finalized'
+        self.finalized.set()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Free whatever a failed transition left behind; back to unconfigured."""
+        self.get_logger().error(f'error in lifecycle state {state.label}: cleaning up')
+        self._active = False
+        self._teardown()
+        self._state_label = 'unconfigured'
+        return TransitionCallbackReturn.SUCCESS
