@@ -40,10 +40,11 @@ from .executor_wait import caught_up
 #: (:func:`.executor_wait.caught_up`).
 RESULT_FLUSH_TIMEOUT_S = 2.0
 
-#: Time given to the shutdown service's own response to go out before the process ends
-#: (s). Reliable DDS delivers it after the service has sent it, with no event to wait on;
-#: 0.5 s lost it in 1 of about 3 full test runs on this loaded 2-core machine, so the
-#: process spins 2 s (a clean exit, not a latency anyone waits on: launch waits anyway).
+#: Time given to the shutdown service's own response, and to goal results clients still
+#: ask for, to go out before the process ends (s). Reliable DDS delivers a response after
+#: it has been sent, with no event to wait on; 0.5 s lost one in 1 of about 3 full test
+#: runs on this loaded 2-core machine, so the process spins 2 s (a clean exit, not a
+#: latency anyone waits on; launch escalates to SIGTERM only after 5 s).
 SERVICE_RESPONSE_S = 2.0
 
 #: Longest wait for running goals to end at shutdown (s).
@@ -52,6 +53,13 @@ GOALS_END_TIMEOUT_S = 3.0
 #: Longest wait for a node's released resources at exit (s): a player's play-out is
 #: bounded by its own 10 s drain limit.
 RELEASE_TIMEOUT_S = 12.0
+
+
+def _spin_for(executor, seconds: float) -> None:
+    """Spin ``executor`` from this thread for ``seconds`` (monotonic) or until rclpy ends."""
+    until = time.monotonic() + seconds
+    while rclpy.ok() and time.monotonic() < until:
+        executor.spin_once(timeout_sec=0.05)
 
 
 def _bring_up(node, failed: threading.Event, stop: threading.Event) -> None:
@@ -114,20 +122,26 @@ def run(factory: Callable, args=None, num_threads: int = 4) -> int:
             sys.stderr.flush()
             os._exit(code)
         if rclpy.ok() and not node.finalized.is_set():
+            had_goals = node.goals_running() > 0
             node.prepare_shutdown()
             deadline = time.monotonic() + GOALS_END_TIMEOUT_S
             while node.goals_running() and time.monotonic() < deadline:
                 executor.spin_once(timeout_sec=0.05)
             # Results go out in executor tasks queued when each execute callback returns.
             caught_up(executor, RESULT_FLUSH_TIMEOUT_S, spin=True)
+            if had_goals:
+                # A client asks for a goal's result with a request of its own, often only
+                # once it sees the goal end; the action server must still be there to
+                # answer it, and its reliable answer must be delivered before the writer
+                # goes away. Neither has an event to wait on (a full test run lost a
+                # result request that arrived after the flush above).
+                _spin_for(executor, SERVICE_RESPONSE_S)
             node.trigger_shutdown()
         else:  # the shutdown transition came as a service call: let its response go out
             # The response is sent after the callback returns, on another executor thread,
             # and nothing signals it: spin a bounded while (SERVICE_RESPONSE_S; a marker
             # task alone lost the response in 1 of ~3 full test runs).
-            until = time.monotonic() + SERVICE_RESPONSE_S
-            while rclpy.ok() and time.monotonic() < until:
-                executor.spin_once(timeout_sec=0.05)
+            _spin_for(executor, SERVICE_RESPONSE_S)
         if not node.wait_released(RELEASE_TIMEOUT_S):
             node.get_logger().warning('exiting before released resources were done')
     except ExternalShutdownException:
