@@ -25,6 +25,7 @@ the scheduler's threads.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import threading
 from typing import Optional
@@ -52,6 +53,7 @@ from .node.runner import GOALS_END_TIMEOUT_S, RESULT_FLUSH_TIMEOUT_S, run
 from .node.parameters import (PARAMETERS, SCHEDULER_PARAMETERS, VOICE_PARAMETERS, Apply,
                               declare_all, parameter_table, scheduler_config, voice_params)
 from .node.say_action import SayActionServer
+from .node.offboard import OFFBOARD_LIVE, OffboardVoice, offboard_values, offboard_voice
 from .speech import (CancelReason, Outcome, SpeechScheduler, Utterance)
 from .text import userdict
 from .text.pipeline import warmup as warmup_front_end
@@ -99,6 +101,7 @@ class TTSNode(TeardownNode):
                 'time(s) since its last clean exit); what it held was lost')
         self._group = ReentrantCallbackGroup()
         self._say: Optional[SayActionServer] = None
+        self._offboard: Optional[OffboardVoice] = None
         self._stop_srv: Optional[Service] = None
         self._out = AudioOut(self, lambda: self._p('frame_id'))
         self._marks = MarksOut(self, self._out.stamp_ns,
@@ -143,6 +146,8 @@ class TTSNode(TeardownNode):
             if scheduler is not None and set(changes) & set(SCHEDULER_PARAMETERS):
                 scheduler.configure(**vars(scheduler_config(
                     self._values(SCHEDULER_PARAMETERS, changes))))
+            if scheduler is not None and set(changes) & set(OFFBOARD_LIVE):
+                scheduler.configure(**{k: v for k, v in changes.items() if k in OFFBOARD_LIVE})
         except (ValueError, UnknownStyleError) as exc:
             if self._declared:  # start-up values are reported by on_configure
                 self.get_logger().warning(f'parameter change rejected: {exc}')
@@ -165,11 +170,14 @@ class TTSNode(TeardownNode):
             if engine is None:
                 self._state_label = 'unconfigured'
                 return TransitionCallbackReturn.FAILURE
+            config = scheduler_config(self._values(SCHEDULER_PARAMETERS))
+            if self._engine_source is None:  # a robot, which may use a host
+                config = dataclasses.replace(config, **self._values(OFFBOARD_LIVE))
+                self._offboard = offboard_voice(self, self._group)
             self._scheduler = SpeechScheduler(
-                engine, self._out.publish,
-                scheduler_config(self._values(SCHEDULER_PARAMETERS)),
-                on_speaking=self._out.set_speaking,
-                on_mark=self._marks.publish if self._p('marks') else None)
+                engine, self._out.publish, config, on_speaking=self._out.set_speaking,
+                on_mark=self._marks.publish if self._p('marks') else None,
+                remote=self._offboard)
             self._out.open(self._p('qos_depth'))
             if self._p('marks'):  # else no publisher: nothing goes out on 'marks'
                 self._marks.open(self._p('qos_depth'))
@@ -256,6 +264,9 @@ class TTSNode(TeardownNode):
                         'returns')
                     self._scheduler.when_stopped(engine.close)
             self._scheduler = None
+        if self._offboard is not None:
+            self._offboard.destroy()
+            self._offboard = None
         if self._say is not None:
             # Goals end as their coroutines resume on other executor threads; their
             # results are sent by executor tasks queued when each coroutine returns.
@@ -344,7 +355,7 @@ class TTSNode(TeardownNode):
             pipeline_failure=(sched.failure or '') if sched else '',
             restarts=self._run_record.restarts,
             extra={**loader.diagnostics(), **self._run_record.values(),
-                   'loading': self._loading,
+                   'loading': self._loading, **offboard_values(self._offboard, sched),
                    **rate_values(sched.rates if sched else None, engine)})
         return build_status(snap)
 

@@ -21,7 +21,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.subscription import Subscription
 
-from tools.node_process import NodeProcess, new_namespace
+from tools.node_process import FLEET_COMMAND, NodeProcess, new_namespace
 
 __all__ = ['CHUNK', 'AudioRecorder', 'Client', 'NodeProcess', 'change_state', 'init_rclpy',
            'new_namespace', 'send_goal', 'tiny_params', 'wait_future']
@@ -38,6 +38,19 @@ def tiny_params(root, **extra) -> dict:
                   max_lead_s=0.3, num_threads=1)
     params.update(extra)
     return params
+
+
+#: Longest wait for a ``tts_fleet`` process to be ready (s): the model loads once.
+FLEET_READY_S = 120.0
+
+
+def start_fleet(params: dict, wait: bool = True, namespace: str = '') -> NodeProcess:
+    """A ``tts_fleet`` process in a namespace of its own (waits for ``fleet ready:``)."""
+    node = NodeProcess(params, namespace=namespace, name='tts_fleet', command=FLEET_COMMAND,
+                       wait_ready=False)
+    if wait:
+        node.wait_for_log('fleet ready:', FLEET_READY_S)
+    return node
 
 
 class Client:

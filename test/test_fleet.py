@@ -17,21 +17,12 @@ from rcl_interfaces.srv import SetParameters
 from rclpy.parameter import Parameter
 from std_srvs.srv import Trigger
 
-from ros_utils import NodeProcess, change_state, send_goal, tiny_params, wait_future
-from tools.node_process import FLEET_COMMAND
+from ros_utils import (change_state, send_goal, start_fleet, tiny_params,
+                       wait_future)
 
 pytestmark = pytest.mark.ros
 
 LONG = '。'.join(['今日はとても長いお知らせをします'] * 40) + '。'
-READY_S = 120.0
-
-
-def start_fleet(params: dict, wait: bool = True) -> NodeProcess:
-    """A ``tts_fleet`` process in a namespace of its own (waits for ``fleet ready:``)."""
-    node = NodeProcess(params, name='tts_fleet', command=FLEET_COMMAND, wait_ready=False)
-    if wait:
-        node.wait_for_log('fleet ready:', READY_S)
-    return node
 
 
 @pytest.fixture(scope='module')

@@ -5,7 +5,8 @@
 import pytest
 
 from hayakoe_ros.fleet.robots import check_robots, robot_namespace, robot_ros_args
-from hayakoe_ros.node.parameters import FLEET_PARAMETERS, PARAMETERS, ROBOT_PARAMETERS
+from hayakoe_ros.node.parameters import (FLEET_PARAMETERS, OFFBOARD_PARAMETERS, PARAMETERS,
+                                         ROBOT_PARAMETERS)
 
 pytestmark = pytest.mark.unit
 
@@ -43,8 +44,11 @@ def test_robot_nodes_keep_parameters_and_topic_remaps_but_not_the_node_remaps():
 
 
 def test_fleet_and_robot_parameters_split_tts_nodes():
-    assert set(FLEET_PARAMETERS) | set(ROBOT_PARAMETERS) == set(PARAMETERS)
+    # A fleet is the host: a robot's use of a host is tts_node's alone.
+    assert set(FLEET_PARAMETERS) | set(ROBOT_PARAMETERS) | set(OFFBOARD_PARAMETERS) == \
+        set(PARAMETERS)
     assert not set(FLEET_PARAMETERS) & set(ROBOT_PARAMETERS)
+    assert not (set(FLEET_PARAMETERS) | set(ROBOT_PARAMETERS)) & set(OFFBOARD_PARAMETERS)
     assert {'engine', 'speaker', 'num_threads', 'output_rate', 'phrase_cache_mb',
             'user_dictionary', 'autostart'} <= set(FLEET_PARAMETERS)
     assert {'style', 'speaker_id', 'rate', 'volume', 'queue_policy', 'max_queue',

@@ -35,7 +35,8 @@ from ..node import log_bridge
 from ..node.engine_loader import EngineLoader, EngineSource
 from ..node.executor_wait import caught_up
 from ..node.param_spec import Apply
-from ..node.parameters import FLEET_PARAMETERS, ROBOT_PARAMETERS, declare_all, voice_params
+from ..node.parameters import (FLEET_PARAMETERS, OFFBOARD_PARAMETERS, ROBOT_PARAMETERS,
+                               declare_all, voice_params)
 from ..node.status import publish_status
 from ..text import userdict
 from ..text.pipeline import warmup as warmup_front_end
@@ -202,7 +203,8 @@ class FleetNode(TeardownNode):
         shared = self._shared
         assert shared is not None
         source = EngineSource(open=shared.view, fallback_reason=self._loader.fallback_reason,
-                              parameters=tuple(FLEET_PARAMETERS) + (ROBOTS,))
+                              parameters=tuple(FLEET_PARAMETERS) + OFFBOARD_PARAMETERS
+                              + (ROBOTS,))
         node = TTSNode(engine_source=source, use_global_arguments=False,
                        cli_args=self._robot_args,
                        namespace=robot_namespace(self.get_namespace(), robot))

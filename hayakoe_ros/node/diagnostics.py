@@ -49,7 +49,8 @@ class SpeechStats:
         Returns:
             ``utterance <n> (<source> <id>) '<first 20 characters>': <n> segment(s), <s> s
             audio, TTFA <s> s (start delay <s> s), RTF <x>, <n> underrun(s): <outcome>``
-            and the reason when it did not succeed.
+            and the reason when it did not succeed; then ``[<voice>]`` when a host was
+            involved (``Utterance.spoken_by``: which voice spoke it and why it switched).
         """
         with self._lock:  # utterances end on the scheduler's threads and on cancelers'
             if utt.outcome is Outcome.SUCCEEDED:
@@ -71,7 +72,9 @@ class SpeechStats:
                 f'{utt.audio_s:.2f} s audio, TTFA {ttfa} (start delay '
                 f'{utt.start_delay_s:.3f} s), RTF {rtf}, {utt.underruns} underrun(s): '
                 f'{utt.outcome.value}')
-        return line + (f': {utt.error}' if utt.error else '')
+        line += f': {utt.error}' if utt.error else ''
+        # Which voice spoke it, when a host may speak for this node (and why it switched).
+        return line + (f' [{utt.spoken_by}]' if 'host' in utt.spoken_by else '')
 
 
 @dataclasses.dataclass

@@ -185,6 +185,18 @@ _SPECS = (
                   "engine's own (hayakoe 44100, Open JTalk 48000); else the voice, fallback "
                   'included, is resampled to it (libsoxr). At least 8000.', Apply.RELOAD,
                   range=(0, 192000)),
+    # --- a host's voice, falling back onboard ---
+    ParameterSpec('offboard_action', '', "A host's say action that speaks every whole "
+                  "utterance first (e.g. '/fleet/r1/say', served by tts_fleet); its audio is "
+                  "republished on 'audio' at this node's rate, its marks on 'marks'. When it "
+                  'fails, this node speaks the rest from the start of the sentence that was '
+                  'cut. Empty = off.', Apply.RELOAD),
+    ParameterSpec('offboard_timeout_s', _SCHED.offboard_timeout_s, 'No first audio from the '
+                  'host by then (s): this node speaks the utterance itself.',
+                  range=(0.05, 60.0)),
+    ParameterSpec('offboard_stall_s', _SCHED.offboard_stall_s, "The host's audio stops "
+                  'mid-utterance for this long (s): this node speaks the rest itself.',
+                  range=(0.05, 60.0)),
     ParameterSpec('diagnostics_period_s', 1.0, 'Period of /diagnostics messages (s).',
                   Apply.RELOAD, range=(0.1, 60.0)),
     ParameterSpec('autostart', True, 'Configure and activate at start-up (no lifecycle '
@@ -194,17 +206,20 @@ _SPECS = (
 #: Every parameter of ``tts_node``, by name, in declaration order.
 PARAMETERS: dict = {spec.name: spec for spec in _SPECS}
 
+#: A robot's use of a host (``tts_node`` only: a fleet process is the host).
+OFFBOARD_PARAMETERS = ('offboard_action', 'offboard_timeout_s', 'offboard_stall_s')
+
 #: Parameters that stay each node's own in a fleet process (``tts_fleet``): its
 #: interfaces' QoS depth, diagnostics period and speech marks, and every live one (voice,
 #: queue, segmenting, pacing).
 ROBOT_PARAMETERS: dict = {
-    name: spec for name, spec in PARAMETERS.items()
-    if spec.apply is Apply.LIVE or name in ('qos_depth', 'diagnostics_period_s', 'marks')}
+    name: spec for name, spec in PARAMETERS.items() if name not in OFFBOARD_PARAMETERS
+    and (spec.apply is Apply.LIVE or name in ('qos_depth', 'diagnostics_period_s', 'marks'))}
 
 #: Parameters a fleet process takes once for every robot: the engine and its files,
 #: device, threads, output rate, phrase cache, user dictionary (process-wide), autostart.
 FLEET_PARAMETERS: dict = {name: spec for name, spec in PARAMETERS.items()
-                          if name not in ROBOT_PARAMETERS}
+                          if name not in ROBOT_PARAMETERS and name not in OFFBOARD_PARAMETERS}
 
 #: Parameters that make up :class:`~hayakoe_ros.engines.VoiceParams`.
 VOICE_PARAMETERS = ('style', 'style_weight', 'speaker_id', 'rate', 'pitch_scale',

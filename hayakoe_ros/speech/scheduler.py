@@ -68,7 +68,8 @@ from ..engines.base import Engine, VoiceParams
 from .pacing import Waiter, event_wait
 from .gapless import RateEstimator
 from .lineup import IDLE_POLL_S, Lineup
-from .synthesis import Pacing, synthesize_utterance
+from .relay import HostHealth, RemoteVoice, speak_attempt
+from .synthesis import Pacing
 from ..text.segment import InputError, Segment
 from .marks import Mark
 from .publishing import CLOSE, Publishing
@@ -104,6 +105,8 @@ class SpeechScheduler(Publishing):
         waiter: Bounded event wait used for pacing (see :mod:`.pacing`; injectable).
         on_mark: ``on_mark(utt, mark, play_time)``: each speech mark (:class:`.marks.Mark`)
             with the clock time its first sample plays; see the module docstring.
+        remote: A voice on another machine that speaks each whole utterance first, the
+            engine taking over when it fails (:mod:`.relay`); None: the engine speaks.
 
     Raises:
         ValueError: invalid ``config``.
@@ -114,8 +117,12 @@ class SpeechScheduler(Publishing):
                  on_speaking: Optional[Callable[[bool], None]] = None,
                  clock: Callable[[], float] = time.monotonic,
                  waiter: Optional[Waiter] = None,
-                 on_mark: Optional[Callable[[Utterance, Mark, float], None]] = None) -> None:
+                 on_mark: Optional[Callable[[Utterance, Mark, float], None]] = None,
+                 remote: Optional[RemoteVoice] = None) -> None:
         self._engine = engine
+        self._remote = remote
+        #: The remote voice's record: backoff, the last voice that spoke (:mod:`.relay`).
+        self.host_health = HostHealth(clock)
         self._sink = sink
         self._on_mark = on_mark
         self._track = None  # the track released from last (under _pub_lock)
@@ -417,7 +424,8 @@ class SpeechScheduler(Publishing):
             # interrupt that restarts the utterance gives the line a new one to hand out.
             utt, attempt = taken
             cfg = self.config
-            synthesize_utterance(self._engine, utt, attempt, cfg.volume * utt.volume,
-                                 self._put, self._clock,
-                                 Pacing(self.rates, cfg.gapless and cfg.pacing, cfg.pacing,
-                                        cfg.max_segment_chars))
+            speak_attempt(self._engine, self._remote, self.host_health, utt, attempt,
+                          cfg.volume * utt.volume, self._put, self._clock,
+                          Pacing(self.rates, cfg.gapless and cfg.pacing, cfg.pacing,
+                                 cfg.max_segment_chars),
+                          cfg.offboard_timeout_s, cfg.offboard_stall_s)

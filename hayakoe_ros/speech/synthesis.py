@@ -79,7 +79,8 @@ def _engine_failed(put: Put, utt: Utterance, attempt: Attempt, what: str,
 
 def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain: float,
                          put: Put, clock: Callable[[], float],
-                         pacing: Optional[Pacing] = None) -> None:
+                         pacing: Optional[Pacing] = None, first: int = 0,
+                         at_sample: int = 0) -> None:
     """Synthesise one attempt at ``utt`` and hand its PCM to ``put``.
 
     Args:
@@ -98,25 +99,30 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
             ``max_segment_chars`` (None: a fresh estimator, gapless off, no joining).
             Before each segment after the first, :func:`grow_segment` may join it with the
             word-cut pieces after it (the attempt's ``segments`` then shrink).
+        first: Index of the attempt's segment to start from (0: the whole utterance).
+        at_sample: Samples of this attempt already handed over (another voice spoke them:
+            :mod:`.relay`); its ``start_at`` is then set, and this call's audio and marks
+            follow them on the utterance's sample axis.
     """
     pacing = pacing or Pacing()
     sr = engine.sample_rate
     utt.sample_rate = sr
     token = attempt.token
     segments: list = attempt.segments  # grow_segment may shorten it: count with len()
-    produced = 0
+    produced = int(at_sample > 0)  # segments that made sound (another voice's count)
     joiner = Joiner(sr)
     smooth_before = False
     after_pause = False  # a gap was handed over that counted this segment's lead-in
     key = f'{engine.name}/{engine.voice}'
     predict_s = 0.0  # time spent predicting the pause before a segment: part of its cost
-    handed = 0     # samples handed over (segments and pauses)
-    first_ready = 0.0
-    started = False  # the first hand-over of audio is done: attempt.start_at is set
-    k = -1
-    if not segments and not _next_segment(utt, attempt, k):
+    handed = at_sample  # samples handed over (segments and pauses)
+    first_ready = attempt.start_at
+    # The first hand-over of audio is done: attempt.start_at is set.
+    started = at_sample > 0
+    k = first - 1
+    if len(segments) <= first and not _next_segment(utt, attempt, k):
         # Resumed after everything was heard: nothing more to say (a streamed reply
-        # closed meanwhile), the utterance ends here.
+        # closed meanwhile, or another voice spoke it all), the utterance ends here.
         if not utt.halted and utt.attempt is attempt:
             put(SegmentPCM(utt, attempt, np.zeros(0, np.int16), True, clock()), utt, attempt)
         return
@@ -124,7 +130,7 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
         k += 1
         if utt.halted or utt.attempt is not attempt:
             return
-        if k:  # the first segment is ready: attempt.start_at is set
+        if k > first:  # the first segment is ready: attempt.start_at is set
             ahead_s = handed / sr - max(0.0, clock() - attempt.start_at)
             joined = grow_segment(engine, utt, k, pacing, ahead_s, key, attempt)
             if joined:
@@ -139,14 +145,14 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
         voice = segment_voice(utt.voice, seg)
         cached = engine.is_cached(seg.text, voice)
         shaper = SegmentAudio(sr, gain, joiner, after_pause=after_pause,
-                              after_break=k > 0 and segments[k - 1].break_s is not None,
+                              after_break=k > first and segments[k - 1].break_s is not None,
                               break_after=None if last else seg.break_s,
                               smooth_before=smooth_before, smooth_after=smooth_after)
         # The first segment in windows (first audio after its first window), the others
         # whole (they are synthesised while earlier audio plays: windows would gain
         # nothing). A gapless start needs a rate estimate to plan the windows still to
         # come: without one (a fresh scheduler) the first segment comes whole, as before.
-        windowed = k == 0 and not cached and (
+        windowed = k == first and not cached and (
             not pacing.gapless or pacing.rates.estimate(key) is not None)
         windows = _windows(engine, seg.text, voice, windowed=windowed)
         seg_start = handed  # where this segment's first sample goes in the stream
@@ -227,7 +233,7 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
             started = True
             first_ready = attempt.start_at = ready
         if pacing.gapless and not last and utt.first_audio_at is None \
-                and (k == 0 or attempt.start_at > ready):
+                and (k == first or attempt.start_at > ready):
             _plan_start(pacing.rates.estimate(key), engine, utt, attempt, k, handed / sr,
                         ready, first_ready)
         # Hand the segment over first: it plays while the pause is being predicted.

@@ -80,6 +80,10 @@ class SchedulerConfig:
             toward ``max_segment_chars`` (:class:`~hayakoe_ros.text.segment.SegmentRamp`).
         gapless: Delay each utterance's start so that, at the measured real-time factor,
             no segment boundary underruns (:mod:`.gapless`; with ``pacing`` only).
+        offboard_timeout_s: With a remote voice (:mod:`.relay`), how long its first audio
+            may take before the engine speaks instead (s, > 0).
+        offboard_stall_s: How long its audio may stop mid-utterance before the engine
+            speaks the rest (s, > 0).
     """
 
     chunk_frames: int = 2048
@@ -92,6 +96,8 @@ class SchedulerConfig:
     volume: float = 1.0
     first_segment_morae: int = 0
     gapless: bool = False
+    offboard_timeout_s: float = 2.0
+    offboard_stall_s: float = 1.0
 
     def validated(self) -> 'SchedulerConfig':
         """Return a checked copy with ``queue_policy`` as a :class:`QueuePolicy`.
@@ -107,6 +113,8 @@ class SchedulerConfig:
                              f'{self.queue_policy!r}') from None
         if self.chunk_frames < 1 or self.max_segment_chars < 1 or self.max_chars < 1:
             raise ValueError('chunk_frames, max_segment_chars and max_chars must be >= 1')
+        if not (self.offboard_timeout_s > 0 and self.offboard_stall_s > 0):
+            raise ValueError('offboard_timeout_s and offboard_stall_s must be > 0')
         if self.max_queue < 0 or self.max_lead_s < 0 or self.volume < 0 or \
                 self.first_segment_morae < 0:
             raise ValueError('max_queue, max_lead_s, volume and first_segment_morae must '
@@ -177,6 +185,24 @@ class Attempt:
         self.token.cancel()
 
 
+def resume_index(segments: list, heard_end: int) -> int:
+    """The segment that starts the sentence cut when what was heard ends at ``heard_end``.
+
+    That is the sentence holding the first word not heard (``heard_end``: an offset into
+    the caller's text), so the listener hears it again from its beginning;
+    ``len(segments)`` when every word was heard (a streamed reply goes on with its next
+    piece, anything else just ends). Segments without words (no front-end analysis)
+    resume from the start while nothing was heard.
+    """
+    index = next((i for i, seg in enumerate(segments)
+                  if any(w.end > heard_end for w in seg.words)), None)
+    if index is None:
+        return 0 if not heard_end else len(segments)
+    while index > 0 and segments[index].sentence is None:
+        index -= 1
+    return index
+
+
 class Utterance:
     """One request to speak, from submission to its outcome.
 
@@ -204,6 +230,8 @@ class Utterance:
             word all of whose audio was published (``len(source)`` once it succeeded).
         end_play_time: Scheduler-clock time at which the sample after the last one
             published plays (its cut's fade included); None while nothing was published.
+        spoken_by: Which voice spoke it and, when it switched, why ('' until decided;
+            the synthesis thread writes it: :mod:`.relay`).
     """
 
     def __init__(self, uid: int, text: str, segments: list, voice: VoiceParams,
@@ -216,6 +244,7 @@ class Utterance:
         self.source = source or text
         self.heard_end = 0
         self.end_play_time: Optional[float] = None
+        self.spoken_by = ''
         self.text = text
         self._segments = list(segments)  # as submitted: every attempt starts from these
         self.voice = voice
@@ -302,23 +331,10 @@ class Utterance:
         return self.attempt
 
     def resume_point(self) -> int:
-        """Where a cut utterance goes on: the segment that starts the sentence cut.
-
-        That is the sentence holding the first word not heard (:attr:`heard_end`), so the
-        listener hears it again from its beginning; ``len(segments)`` when every word was
-        heard (a streamed reply goes on with its next piece, anything else just ends).
-        Segments without words (no front-end analysis) resume from the start while nothing
-        was heard.
-        """
+        """Where a cut utterance goes on: :func:`resume_index` at :attr:`heard_end`."""
         with self._grown:
             segments = list(self._segments)
-        index = next((i for i, seg in enumerate(segments)
-                      if any(w.end > self.heard_end for w in seg.words)), None)
-        if index is None:
-            return 0 if not self.heard_end else len(segments)
-        while index > 0 and segments[index].sentence is None:
-            index -= 1
-        return index
+        return resume_index(segments, self.heard_end)
 
     def halt(self) -> None:
         """Publish nothing more of it and abort its engine call (a cancel or an abort)."""

@@ -1,0 +1,253 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""A host's ``say`` action as a robot's remote voice (:mod:`hayakoe_ros.speech.relay`).
+
+``tts_node`` with ``offboard_action`` (e.g. ``/fleet/r1/say``, a robot's node in
+``tts_fleet``) sends each whole utterance there as an ``audio_common_msgs/action/TTS``
+goal, with the caller's text as sent, the speaking rate of the utterance and volume 1
+(the robot applies its own). What comes back becomes the relay's events:
+
+* the goal's feedback (one ``AudioStamped`` per chunk of the host) -> audio;
+* the host's speech marks, JSON on the ``marks`` topic beside the action (``/fleet/r1/marks``),
+  those whose ``utterance`` is the goal's id (the host names a goal's marks by its UUID in
+  32 hex digits) -> marks, timed by their ``time`` (ms from the host's first sample);
+* the goal's result, or its rejection -> the end.
+
+Threads: :meth:`OffboardVoice.call` and :meth:`RemoteCall.cancel` run on the scheduler's
+synthesis thread; the goal response, feedback, result and marks callbacks on the node's
+executor threads. Each call's events go through its own queue; a call given up is
+forgotten, and what still comes for it is dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+import uuid
+from typing import Optional
+
+from action_msgs.msg import GoalStatus
+from audio_common_msgs.action import TTS
+from rclpy.action import ActionClient
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from std_msgs.msg import String
+from unique_identifier_msgs.msg import UUID
+
+from ..player.decode import decode
+from ..speech.relay import RemoteAudio, RemoteEnd, RemoteMark, RemoteUnavailable
+from .parameters import RATE_RANGE
+
+#: Goal states by name, for the reason a host goal failed.
+_STATUS = {GoalStatus.STATUS_ABORTED: 'aborted', GoalStatus.STATUS_CANCELED: 'canceled',
+           GoalStatus.STATUS_UNKNOWN: 'unknown'}
+
+
+def marks_topic(action: str) -> str:
+    """The host's marks topic beside its action: ``/fleet/r1/say`` -> ``/fleet/r1/marks``."""
+    head, _, _ = action.rpartition('/')
+    return f'{head}/marks' if head or action.startswith('/') else 'marks'
+
+
+class _Call:
+    """One utterance sent to the host: its events, its goal handle, whether it was given up."""
+
+    def __init__(self, owner: 'OffboardVoice', key: str) -> None:
+        self._owner = owner
+        self.key = key
+        self._events: queue.Queue = queue.Queue()
+        self._lock = threading.Lock()
+        self._handle = None
+        self._given_up = False
+
+    def get(self, timeout: float) -> Optional[object]:
+        """The next event, or None after ``timeout`` s (see :class:`.relay.RemoteCall`)."""
+        try:
+            return self._events.get(timeout=max(0.0, timeout))
+        except queue.Empty:
+            return None
+
+    def cancel(self) -> None:
+        """Cancel the host's goal (now, or as soon as it is accepted); drop what comes."""
+        with self._lock:
+            self._given_up = True
+            handle = self._handle
+        self._owner.forget(self.key)
+        if handle is not None:
+            handle.cancel_goal_async()
+            self._owner.wake()
+
+    def close(self) -> None:
+        """The relay is done with this call: route nothing more to it."""
+        with self._lock:
+            self._given_up = True
+        self._owner.forget(self.key)
+
+    def _queue(self, event: object) -> None:
+        """Queue an event unless the call was given up (the queue is unbounded)."""
+        if not self._given_up:
+            self._events.put_nowait(event)
+
+    def on_goal_response(self, future) -> None:
+        """The host accepted or rejected the goal (executor thread)."""
+        exc = future.exception()
+        if exc is not None:
+            self._queue(RemoteEnd(False, f'the goal request failed: {exc}'))
+            return
+        handle = future.result()
+        if not handle.accepted:
+            self._queue(RemoteEnd(False, 'the host rejected the goal'))
+            return
+        with self._lock:
+            self._handle = handle
+            given_up = self._given_up
+        if given_up:  # the robot gave it up before the host answered
+            handle.cancel_goal_async()
+            return
+        handle.get_result_async().add_done_callback(self.on_result)
+
+    def on_feedback(self, feedback) -> None:
+        """One chunk of the host's audio (executor thread)."""
+        audio = feedback.feedback.audio
+        try:
+            pcm = decode(audio)
+        except ValueError as exc:
+            self._queue(RemoteEnd(False, f'unreadable audio from the host: {exc}'))
+            return
+        self._queue(RemoteAudio(pcm, int(audio.audio.info.rate)))
+
+    def on_mark(self, obj: dict) -> None:
+        """One of the host's speech marks for this goal (executor thread)."""
+        self._queue(RemoteMark(str(obj.get('type', '')), float(obj.get('time', 0)) / 1000.0,
+                            float(obj.get('duration', 0)) / 1000.0,
+                            int(obj.get('start', -1)), int(obj.get('end', -1)),
+                            str(obj.get('value', ''))))
+
+    def on_result(self, future) -> None:
+        """The goal's end (executor thread)."""
+        response = future.result()
+        if response is None:
+            self._queue(RemoteEnd(False, 'the result request failed'))
+        elif response.status == GoalStatus.STATUS_SUCCEEDED:
+            self._queue(RemoteEnd(True))
+        else:
+            state = _STATUS.get(response.status, str(response.status))
+            self._queue(RemoteEnd(False, f'the host goal was {state}: {response.result.text}'))
+
+
+class OffboardVoice:
+    """The host's ``say`` action, for :class:`~hayakoe_ros.speech.SpeechScheduler`'s relay.
+
+    Args:
+        node: The robot's node (its executor serves the client and the subscription).
+        action: The host's action name (``offboard_action``).
+        depth: Depth of the feedback and marks subscriptions (keep-last, reliable): a
+            burst of a host's chunks on a slow link must not push earlier ones out.
+        callback_group: Group of the client's and the subscription's callbacks.
+
+    Raises:
+        rclpy.exceptions.InvalidTopicNameException: ``action`` is not a valid ROS name.
+    """
+
+    def __init__(self, node, action: str, depth: int, callback_group) -> None:
+        self.name = action
+        self._node = node
+        qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE)
+        self._client: ActionClient = ActionClient(node, TTS, action, callback_group=callback_group,
+                                    feedback_sub_qos_profile=qos)
+        self._lock = threading.Lock()
+        self._calls: dict = {}  # goal id (32 hex digits) -> _Call
+        self._sub = node.create_subscription(String, marks_topic(action), self._on_mark,
+                                             qos, callback_group=callback_group)
+
+    @property
+    def available(self) -> bool:
+        """True while the host's action server is discovered."""
+        return self._client.server_is_ready()
+
+    def call(self, text: str, rate: float) -> _Call:
+        """Send one utterance to the host; see :class:`~hayakoe_ros.speech.relay.RemoteVoice`.
+
+        Raises:
+            RemoteUnavailable: no server of the action is discovered (the host is down,
+                unreachable, or the name is wrong).
+        """
+        if not self._client.server_is_ready():
+            raise RemoteUnavailable(f'no action server at {self.name}')
+        goal_id = UUID(uuid=list(uuid.uuid4().bytes))
+        call = _Call(self, bytes(goal_id.uuid).hex())
+        with self._lock:
+            self._calls[call.key] = call
+        low, high = RATE_RANGE
+        goal = TTS.Goal(text=text, language='ja', rate=min(high, max(low, float(rate))),
+                        volume=1.0)
+        future = self._client.send_goal_async(goal, feedback_callback=call.on_feedback,
+                                              goal_uuid=goal_id)
+        future.add_done_callback(call.on_goal_response)
+        self.wake()
+        return call
+
+    def forget(self, key: str) -> None:
+        """Stop routing marks to a call given up."""
+        with self._lock:
+            self._calls.pop(key, None)
+
+    def wake(self) -> None:
+        """Wake the executor: a request made from another thread goes out now."""
+        executor = self._node.executor
+        if executor is not None:
+            executor.wake()
+
+    def _on_mark(self, msg: String) -> None:
+        try:
+            obj = json.loads(msg.data)
+            key = obj['utterance']
+        except (ValueError, KeyError, TypeError):
+            return  # not a mark of ours: the host reports its own bad input
+        with self._lock:
+            call = self._calls.get(key)
+        if call is not None:
+            call.on_mark(obj)
+
+    def destroy(self) -> None:
+        """Destroy the client and the subscription (calls still open get no more events)."""
+        with self._lock:
+            self._calls.clear()
+        self._node.destroy_subscription(self._sub)
+        self._client.destroy()
+
+
+#: Live parameters of the relay: node parameter = :class:`~hayakoe_ros.speech.SchedulerConfig`
+#: field.
+OFFBOARD_LIVE = ('offboard_timeout_s', 'offboard_stall_s')
+
+
+def offboard_voice(node, callback_group) -> Optional[OffboardVoice]:
+    """The node's remote voice from ``offboard_action`` (None when it is empty).
+
+    Raises:
+        ValueError: the name is not a valid ROS action name (the message names it).
+    """
+    action = node.get_parameter('offboard_action').value.strip()
+    if not action:
+        return None
+    try:
+        voice = OffboardVoice(node, action, node.get_parameter('qos_depth').value,
+                              callback_group)
+    except Exception as exc:  # rclpy's name errors have no common base
+        raise ValueError(f"offboard_action '{action}' is not a valid action name: "
+                         f'{exc}') from None
+    node.get_logger().info(f'offboard: each utterance goes to {action} first (host '
+                           f"{'found' if voice.available else 'not found yet'})")
+    return voice
+
+
+def offboard_values(voice: Optional[OffboardVoice], scheduler) -> dict:
+    """Diagnostics key/values of the host: its action, whether it is found, its record."""
+    if voice is None:
+        return {}
+    values = {'offboard_action': voice.name,
+              'offboard_host': 'found' if voice.available else 'not found'}
+    if scheduler is not None:
+        values.update(scheduler.host_health.values())
+    return values

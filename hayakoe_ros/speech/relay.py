@@ -1,0 +1,398 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""Speaking an utterance with a remote voice, the engine taking over when it fails (no ROS).
+
+A robot whose own engine is slow (a Raspberry Pi) speaks through a host's voice: the ROS
+layer (:mod:`hayakoe_ros.node.offboard`) sends the utterance's text to the host and hands
+what comes back to this module as :class:`RemoteAudio`, :class:`RemoteMark` and
+:class:`RemoteEnd` events through a :class:`RemoteCall`. :func:`speak_attempt` relays the
+host's audio into the scheduler's hand-overs, resampled to the robot's rate and at the
+robot's gain, and the host's speech marks onto the robot's sample axis, so the publisher
+sees one stream whichever voice speaks.
+
+When the host gives no first audio within ``offboard_timeout_s``, its audio stops for
+``offboard_stall_s``, or it rejects or aborts the goal, the call is canceled and the
+engine speaks the rest in the same attempt, on the same sample axis, from the start of the
+sentence that was cut: the sentence of the first word not relayed whole
+(:func:`.utterance.resume_index`, from the host's word marks), heard again from its
+beginning as after an interruption; no other sentence is repeated or lost. The relayed
+audio ends with a short fade (:data:`.track.FADE_S`) instead of a click.
+
+Only a whole utterance goes to the host: a streamed reply (its text is not known yet) and
+an attempt that resumes a cut utterance are spoken by the engine. :class:`HostHealth`
+decides when the host is tried again after failures. Which voice spoke each utterance,
+and why it switched: ``Utterance.spoken_by``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from typing import Callable, Optional, Protocol
+
+import numpy as np
+import soxr
+
+from ..engines.base import Engine
+from ..engines.resample import QUALITY
+from .audio import apply_gain_and_limit, to_int16
+from .growth import Pacing
+from .marks import Mark, heard_ends
+from .synthesis import Put, SegmentPCM, synthesize_utterance
+from .track import FADE_S
+from .utterance import Attempt, Utterance, resume_index
+
+_LOG = logging.getLogger(__name__)
+
+#: How often the relay looks at a cancel while it waits for the host (s, real time).
+POLL_S = 0.05
+
+#: After the remote goal succeeded, audio still coming is waited for until none has come
+#: for this long (s): its result and its audio travel separately (a service and a topic),
+#: so the result may arrive first. The wait overlaps the audio's own playback, about
+#: three chunks (:data:`.pacing.MAX_LEAD_CHUNKS`, 0.14 s at 44.1 kHz) behind.
+END_GRACE_S = 0.25
+
+#: After this many failures in a row the host is tried again only after a wait:
+#: one failure (a lost goal, a host restarting) costs one try; the wait doubles
+#: from :data:`BACKOFF_BASE_S` with each further failure, up to :data:`BACKOFF_MAX_S`,
+#: so a host that is gone costs a robot one timeout per that wait, not one per utterance.
+BACKOFF_AFTER = 2
+#: First wait (s) once :data:`BACKOFF_AFTER` failures came in a row.
+BACKOFF_BASE_S = 2.0
+#: Longest wait (s) before the host is tried again: a host back from a restart is used
+#: again within this.
+BACKOFF_MAX_S = 16.0
+
+
+class RemoteUnavailable(RuntimeError):
+    """The remote voice cannot take an utterance now; the message says why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RemoteAudio:
+    """Audio from the remote voice: ``pcm`` float32 ``(samples,)`` in [-1, 1], at Hz."""
+
+    pcm: np.ndarray
+    sample_rate: int
+
+
+@dataclasses.dataclass(frozen=True)
+class RemoteMark:
+    """A speech mark of the remote voice, timed from its first sample.
+
+    Attributes:
+        kind: ``sentence``, ``word``, ``phoneme``, ``viseme`` or ``ssml``.
+        time_s: From the remote audio's first sample to the mark's (s).
+        duration_s: How long it lasts (s; 0 for the untimed kinds).
+        start, end: Character offsets into the text sent (-1 where none).
+        value: The word, phoneme, viseme or mark name.
+    """
+
+    kind: str
+    time_s: float
+    duration_s: float = 0.0
+    start: int = -1
+    end: int = -1
+    value: str = ''
+
+
+@dataclasses.dataclass(frozen=True)
+class RemoteEnd:
+    """The remote goal ended: ``succeeded``, else ``error`` says why (rejected, aborted)."""
+
+    succeeded: bool
+    error: str = ''
+
+
+class RemoteCall(Protocol):
+    """One utterance sent to the remote voice (the ROS layer implements it)."""
+
+    def get(self, timeout: float) -> Optional[object]:
+        """The next event (:class:`RemoteAudio`, :class:`RemoteMark`, :class:`RemoteEnd`).
+
+        None when none came within ``timeout`` seconds.
+        """
+
+    def cancel(self) -> None:
+        """Give the call up: the remote goal is canceled; no more events are needed."""
+
+    def close(self) -> None:
+        """The relay is done with the call (after its end, or :meth:`cancel`)."""
+
+
+class RemoteVoice(Protocol):
+    """A voice on another machine (the ROS layer implements it).
+
+    ``name``: what logs and diagnostics call it (the host's action name).
+    ``call(text, rate)``: send ``text`` (the caller's text, as sent) to be spoken at
+    ``rate`` (a speaking-rate multiplier); raises :class:`RemoteUnavailable`.
+    """
+
+    name: str
+
+    def call(self, text: str, rate: float) -> RemoteCall:
+        """Send one utterance; see the class docstring."""
+
+
+class HostHealth:
+    """Whether the remote voice is tried for the next utterance, and what it did last.
+
+    Written by the scheduler's synthesis thread, read by diagnostics (under a lock).
+
+    Args:
+        clock: Monotonic seconds.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self.failures = 0          # failures in a row
+        self.retry_at = 0.0        # clock time before which the host is not tried
+        self.last_reason = ''      # why it failed last
+        self.last_voice = ''       # Utterance.spoken_by of the last utterance
+        self.switches = 0          # utterances the engine finished for the host
+
+    def due(self) -> bool:
+        """True when the host may be tried now (no backoff wait running)."""
+        with self._lock:
+            return self._clock() >= self.retry_at
+
+    def succeeded(self) -> None:
+        """The host spoke an utterance whole: try it every time again."""
+        with self._lock:
+            self.failures, self.retry_at = 0, 0.0
+
+    def failed(self, reason: str) -> float:
+        """Count one failure; returns the wait (s) before the host is tried again."""
+        with self._lock:
+            self.failures += 1
+            self.last_reason = reason
+            wait = 0.0
+            if self.failures >= BACKOFF_AFTER:
+                wait = min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** (self.failures - BACKOFF_AFTER))
+            self.retry_at = self._clock() + wait
+            return wait
+
+    def spoke(self, spoken_by: str, switched: bool) -> None:
+        """Record which voice spoke the last utterance (and whether the engine took over)."""
+        with self._lock:
+            self.last_voice = spoken_by
+            self.switches += int(switched)
+
+    def values(self) -> dict:
+        """Diagnostics key/values (strings)."""
+        with self._lock:
+            wait = max(0.0, self.retry_at - self._clock())
+            return {'offboard_failures_in_a_row': str(self.failures),
+                    'offboard_retry_in_s': f'{wait:.1f}',
+                    'offboard_last_failure': self.last_reason,
+                    'offboard_fallbacks': str(self.switches),
+                    'last_voice': self.last_voice}
+
+
+@dataclasses.dataclass
+class _Relayed:
+    """What a relay did.
+
+    ``done``: the host spoke it all; ``stopped``: the utterance was canceled; else
+    ``reason`` why the engine takes over. ``handed``: samples handed over;
+    ``heard_end``: the end offset of the last word handed over whole.
+    """
+
+    done: bool = False
+    stopped: bool = False
+    reason: str = ''
+    handed: int = 0
+    heard_end: int = 0
+
+
+def speak_attempt(engine: Engine, remote: Optional[RemoteVoice], health: HostHealth,
+                  utt: Utterance, attempt: Attempt, gain: float, put: Put,
+                  clock: Callable[[], float], pacing: Pacing, timeout_s: float,
+                  stall_s: float) -> None:
+    """Speak one attempt at ``utt``: with the remote voice when there is one, else the engine.
+
+    Args:
+        engine: The robot's engine (its ``sample_rate`` is the utterance's).
+        remote: The remote voice, or None (the engine speaks).
+        health: The remote voice's record (backoff, last voice).
+        utt: The utterance (its ``sample_rate`` is set here).
+        attempt: The attempt this call owns (see ``synthesize_utterance``).
+        gain: Linear gain of the utterance, on the relayed audio too.
+        put: Hands each :class:`.synthesis.SegmentPCM` to the publisher.
+        clock: Monotonic seconds: the timeouts, hand-over times.
+        pacing: For the engine (:func:`.synthesis.synthesize_utterance`).
+        timeout_s: ``offboard_timeout_s`` (s).
+        stall_s: ``offboard_stall_s`` (s).
+    """
+    utt.sample_rate = engine.sample_rate
+    if remote is None:
+        utt.spoken_by = 'onboard'
+    elif attempt.number or utt.streaming:
+        utt.spoken_by = 'onboard (a streamed reply or a resumed one is spoken onboard)'
+    elif not health.due():
+        utt.spoken_by = f'onboard (the host is retried later; last: {health.last_reason})'
+    else:
+        relayed = _relay(remote, utt, attempt, gain, put, clock, timeout_s, stall_s)
+        if relayed.stopped:
+            return
+        if relayed.done:
+            health.succeeded()
+            utt.spoken_by = f'host {remote.name}'
+            health.spoke(utt.spoken_by, False)
+            return
+        wait = health.failed(relayed.reason)
+        first = resume_index(attempt.segments, relayed.heard_end) if relayed.handed else 0
+        utt.spoken_by = (f'host {remote.name}, then onboard from segment {first + 1}/'
+                         f'{len(attempt.segments)} (the start of the sentence cut): '
+                         f'{relayed.reason}')
+        health.spoke(utt.spoken_by, True)
+        _LOG.warning('utterance %d: %s%s', utt.id, utt.spoken_by,
+                     f' (host tried again in {wait:.0f} s)' if wait else '')
+        synthesize_utterance(engine, utt, attempt, gain, put, clock, pacing, first,
+                             relayed.handed)
+        return
+    health.spoke(utt.spoken_by, False)
+    synthesize_utterance(engine, utt, attempt, gain, put, clock, pacing)
+
+
+def _relay(remote: RemoteVoice, utt: Utterance, attempt: Attempt, gain: float, put: Put,
+           clock: Callable[[], float], timeout_s: float, stall_s: float) -> _Relayed:
+    """Relay the remote voice's audio and marks until it ends, fails or is canceled."""
+    try:
+        call = remote.call(utt.source, 1.0 / utt.voice.length_scale)
+    except RemoteUnavailable as exc:
+        return _Relayed(reason=str(exc))
+    try:
+        return _relay_call(call, utt, attempt, gain, put, clock, timeout_s, stall_s)
+    finally:
+        call.close()
+
+
+def _relay_call(call: RemoteCall, utt: Utterance, attempt: Attempt, gain: float, put: Put,
+                clock: Callable[[], float], timeout_s: float, stall_s: float) -> _Relayed:
+    relay = _Stream(utt, attempt, gain)
+    started = clock()
+    last_audio: Optional[float] = None
+    ended: Optional[float] = None  # when the goal's success came (the last event since)
+    while True:
+        if utt.halted or utt.attempt is not attempt:
+            call.cancel()
+            return _Relayed(stopped=True)
+        now = clock()
+        if ended is not None:
+            limit, why = ended + END_GRACE_S, ''
+            if now >= limit:
+                return relay.finish(put, clock)
+        elif last_audio is None:
+            limit, why = started + timeout_s, (
+                f'no audio from the host within {timeout_s:g} s (offboard_timeout_s)')
+        else:
+            limit, why = last_audio + stall_s, (
+                f'the host audio stopped for {stall_s:g} s (offboard_stall_s)')
+        if now >= limit:
+            call.cancel()
+            return relay.cut(why, put, clock)
+        event = call.get(min(POLL_S, limit - now))
+        if isinstance(event, RemoteMark):
+            relay.mark(event)
+        elif isinstance(event, RemoteAudio):
+            last_audio = clock()
+            ended = last_audio if ended is not None else None
+            if not relay.audio(event, put, last_audio):
+                call.cancel()
+                return _Relayed(stopped=True)
+        elif isinstance(event, RemoteEnd):
+            if not event.succeeded:
+                return relay.cut(f'the host failed: {event.error}', put, clock)
+            ended = clock()
+
+
+class _Stream:
+    """The relayed audio of one attempt: resampling, gain, the held fade tail, marks."""
+
+    def __init__(self, utt: Utterance, attempt: Attempt, gain: float) -> None:
+        self.utt, self.attempt, self.gain = utt, attempt, gain
+        self.rate = utt.sample_rate
+        self.resampler: Optional[soxr.ResampleStream] = None
+        self.in_rate = 0
+        # The newest samples are held back: if the host fails next, they end the relayed
+        # audio under a fade instead of a cut at full level.
+        self.tail = np.zeros(0, np.float32)
+        self.hold = max(1, int(round(FADE_S * self.rate)))
+        self.handed = 0
+        self.marks: list = []     # received, not handed over yet
+        self.word_ends: list = []  # (sample end, character end) of every word received
+
+    def mark(self, event: RemoteMark) -> None:
+        """Put a remote mark on the robot's sample axis (start and end marks are ours)."""
+        if event.kind in ('start', 'end'):
+            return
+        mark = Mark(event.kind, int(round(event.time_s * self.rate)),
+                    int(round(event.duration_s * self.rate)), event.start, event.end,
+                    event.value)
+        self.marks.append(mark)
+        self.word_ends.extend(heard_ends([mark]))
+
+    def audio(self, event: RemoteAudio, put: Put, now: float) -> bool:
+        """Resample, scale and hand over one piece (all but the held tail)."""
+        pcm = np.asarray(event.pcm, np.float32)
+        if self.resampler is None or event.sample_rate != self.in_rate:
+            if self.resampler is not None:
+                self.tail = np.concatenate([self.tail, self.resampler.resample_chunk(
+                    np.zeros(0, np.float32), last=True)])
+            self.in_rate = int(event.sample_rate)
+            self.resampler = (None if self.in_rate == self.rate else soxr.ResampleStream(
+                self.in_rate, self.rate, 1, dtype='float32', quality=QUALITY))
+        if self.resampler is not None:
+            pcm = self.resampler.resample_chunk(pcm, last=False)
+        held = np.concatenate([self.tail, pcm])
+        cut = max(0, held.size - self.hold)
+        self.tail = held[cut:]
+        return self._hand(held[:cut], False, now, put)
+
+    def _hand(self, pcm: np.ndarray, last: bool, now: float, put: Put) -> bool:
+        """Hand ``pcm`` over with the marks that fall in it (all of them when ``last``).
+
+        A mark goes with the audio that holds its first sample, never before: the host
+        sends marks ahead of their audio, and a mark of audio that never comes (the host
+        failed first) must not reach the publisher.
+        """
+        if not pcm.size and not last:
+            return True
+        out = to_int16(apply_gain_and_limit(pcm, self.gain, self.rate))
+        end = self.handed + out.size
+        marks = tuple(m for m in self.marks if last or m.position < end)
+        self.marks = [m for m in self.marks if not (last or m.position < end)]
+        if not self.handed:
+            self.attempt.start_at = now  # relayed audio plays as it comes
+        if not put(SegmentPCM(self.utt, self.attempt, out, last, now, marks), self.utt,
+                   self.attempt):
+            return False
+        self.handed = end
+        return True
+
+    def finish(self, put: Put, clock: Callable[[], float]) -> _Relayed:
+        """The host spoke it all: hand over the rest as the utterance's last audio."""
+        rest = self.tail
+        if self.resampler is not None:
+            rest = np.concatenate([rest, self.resampler.resample_chunk(
+                np.zeros(0, np.float32), last=True)])
+        if not self.handed and not rest.size:  # no audio at all: let the engine try it
+            return _Relayed(reason='the host ended the goal without audio')
+        if not self._hand(rest, True, clock(), put):
+            return _Relayed(stopped=True)
+        return _Relayed(done=True, handed=self.handed)
+
+    def cut(self, reason: str, put: Put, clock: Callable[[], float]) -> _Relayed:
+        """The host failed: end the relayed audio under a fade; say where to go on."""
+        if self.handed or self.tail.size:
+            n = self.tail.size
+            ramp = 0.5 + 0.5 * np.cos(np.pi * (np.arange(n) + 1.0) / max(1, n))
+            if not self._hand((self.tail * ramp).astype(np.float32), False, clock(), put):
+                return _Relayed(stopped=True)
+        heard = [c for s, c in self.word_ends if s <= self.handed]
+        return _Relayed(reason=reason, handed=self.handed, heard_end=max(heard, default=0))

@@ -1,0 +1,255 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""A robot's scheduler speaking through a host's voice, and taking over when the host fails.
+
+The host here is a real speech scheduler with its own engine (the tiny hayakoe model at
+44.1 kHz); the robot's is Open JTalk at 48 kHz. What crosses between them is what the ROS
+layer carries: the host's chunks and speech marks, then the goal's end. A link cut is the
+host's events no longer reaching the robot. No ROS.
+"""
+
+import queue
+from typing import Any
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from hayakoe_ros.engines.base import VoiceParams
+from hayakoe_ros.speech import CancelReason, Outcome, SchedulerConfig, SpeechScheduler
+from hayakoe_ros.speech.relay import (BACKOFF_BASE_S, BACKOFF_MAX_S, HostHealth, RemoteAudio,
+                                      RemoteEnd, RemoteMark, RemoteUnavailable)
+from hayakoe_ros.text.pipeline import prepare
+from speech_fakes import REAL_TIMEOUT_S
+
+pytestmark = pytest.mark.unit
+
+TEXT = 'おはようございます。今日は晴れです。明日は雨が降るでしょう。'
+
+
+class HostCall:
+    """One utterance on the host, as the robot sees it: a queue of events."""
+
+    def __init__(self, host: 'Host') -> None:
+        self.host = host
+        self.events: queue.Queue = queue.Queue()
+        self.canceled = threading.Event()
+        self.chunks = 0
+        self.utt: Any = None
+        self.closed = False
+
+    def get(self, timeout: float):
+        try:
+            return self.events.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def close(self) -> None:
+        self.closed = True
+
+    def cancel(self) -> None:
+        self.canceled.set()
+        if self.utt is not None:
+            self.host.sched.cancel(self.utt, CancelReason.CLIENT)
+
+
+class Host:
+    """A host voice: a scheduler whose chunks and marks become the robot's events.
+
+    ``cut_after``: chunks after which nothing more reaches the robot (a link cut);
+    ``refuse``: why every call is refused (the action is not there); ``mute``: the goal
+    is accepted and nothing ever comes back.
+    """
+
+    name = '/fleet/r1/say'
+
+    def __init__(self, engine, cut_after=None, refuse='', mute=False) -> None:
+        self.cut_after, self.refuse, self.mute = cut_after, refuse, mute
+        self.marks: list = []  # every mark the host published, reaching the robot or not
+        self.calls: list = []
+        self.rate = engine.sample_rate
+        self.sched = SpeechScheduler(engine, self._chunk, SchedulerConfig(pacing=False),
+                                     on_mark=self._mark)
+
+    def _reaches(self, call: HostCall) -> bool:
+        return not self.mute and (self.cut_after is None or call.chunks < self.cut_after)
+
+    def _chunk(self, utt, chunk) -> None:
+        call = self.calls[-1]
+        if self._reaches(call):
+            call.events.put(RemoteAudio(chunk.samples[:chunk.valid_frames] / 32768.0,
+                                        chunk.sample_rate))
+        call.chunks += 1
+
+    def _mark(self, utt, mark, play_time) -> None:
+        self.marks.append(mark)
+        call = self.calls[-1]
+        if self._reaches(call):
+            call.events.put(RemoteMark(mark.kind, mark.position / self.rate,
+                                       mark.duration / self.rate, mark.start, mark.end,
+                                       mark.value))
+
+    def _done(self, utt) -> None:
+        call = self.calls[-1]
+        if self._reaches(call):
+            call.events.put(RemoteEnd(utt.outcome is Outcome.SUCCEEDED, utt.error))
+
+    def call(self, text: str, rate: float) -> HostCall:
+        if self.refuse:
+            raise RemoteUnavailable(self.refuse)
+        call = HostCall(self)
+        self.calls.append(call)
+        _, segments = prepare(text, 2000, 60)
+        call.utt = self.sched.submit(segments, VoiceParams(noise=0.0, noise_w=0.0),
+                                     source=text, on_done=self._done)
+        return call
+
+
+class Robot:
+    """The robot's scheduler (Open JTalk), every chunk and mark it publishes recorded."""
+
+    def __init__(self, engine, host, **config) -> None:
+        self.chunks: list = []
+        self.marks: list = []
+        settings: dict = dict(pacing=False, offboard_timeout_s=1.0, offboard_stall_s=0.3)
+        settings.update(config)
+        self.sched = SpeechScheduler(engine, lambda u, c: self.chunks.append(c),
+                                     SchedulerConfig(**settings),
+                                     on_mark=lambda u, m, t: self.marks.append(m),
+                                     remote=host)
+
+    def say(self, text: str = TEXT):
+        _, segments = prepare(text, 2000, 60)
+        utt = self.sched.submit(segments, VoiceParams(), source=text)
+        assert utt.wait(REAL_TIMEOUT_S * 3), 'the robot never finished'
+        return utt
+
+    def audio(self) -> np.ndarray:
+        return np.concatenate([c.samples[:c.valid_frames] for c in self.chunks])
+
+    def close(self) -> None:
+        self.sched.shutdown()
+
+
+def sentence_starts(marks) -> list:
+    return [m.start for m in marks if m.kind == 'sentence']
+
+
+@pytest.fixture
+def pair(tiny_engine, openjtalk_engine):
+    made = []
+
+    def build(**host_kwargs):
+        host = Host(tiny_engine, **host_kwargs)
+        robot = Robot(openjtalk_engine, host)
+        made.append((host, robot))
+        return host, robot
+    yield build
+    for host, robot in made:
+        robot.close()
+        host.sched.shutdown()
+
+
+def test_the_host_speaks_and_the_robot_relays_its_audio_and_marks_at_its_own_rate(pair):
+    host, robot = pair()
+    utt = robot.say()
+    assert utt.outcome is Outcome.SUCCEEDED, utt.error
+    assert utt.spoken_by == f'host {Host.name}'
+    hosted = host.calls[0].utt
+    assert hosted.outcome is Outcome.SUCCEEDED
+    # The host's audio, resampled 44.1 -> 48 kHz: the same length in seconds.
+    assert utt.sample_rate == 48000
+    assert abs(utt.audio_s - hosted.audio_s) < 0.002, (utt.audio_s, hosted.audio_s)
+    # Every sentence and word of the host, at the host's offsets, once.
+    words = [(m.start, m.end) for m in robot.marks if m.kind == 'word']
+    assert words and words == sorted(words)
+    assert sentence_starts(robot.marks) == [0, TEXT.index('今日'), TEXT.index('明日')]
+    assert robot.marks[0].kind == 'start'
+    assert utt.heard == TEXT
+    assert robot.sched.host_health.values()['last_voice'] == utt.spoken_by
+
+
+def _host_sentences(tiny_engine) -> list:
+    """Sample positions of the host's sentence marks for TEXT (its voice is deterministic)."""
+    host = Host(tiny_engine)
+    try:
+        call = host.call(TEXT, 1.0)
+        assert call.utt.wait(REAL_TIMEOUT_S * 3)
+    finally:
+        host.sched.shutdown()
+    return [m.position for m in host.marks if m.kind == 'sentence']
+
+
+def test_a_link_cut_mid_utterance_hands_the_cut_sentence_to_the_engine(pair, tiny_engine):
+    positions = _host_sentences(tiny_engine)
+    assert len(positions) == 3
+    middle = (positions[1] + positions[2]) // 2  # the link goes down inside sentence 2
+    host, robot = pair(cut_after=middle // 2048)
+    utt = robot.say()
+    assert utt.outcome is Outcome.SUCCEEDED, utt.error
+    assert 'then onboard' in utt.spoken_by and 'offboard_stall_s' in utt.spoken_by
+    assert host.calls[0].canceled.is_set(), 'the remote goal was not canceled'
+    starts = sentence_starts(robot.marks)
+    second, third = TEXT.index('今日'), TEXT.index('明日')
+    # Sentence 1 was relayed whole and is not repeated; sentence 2 was cut and is heard
+    # again from its beginning by the robot's own voice; sentence 3 once.
+    assert starts == [0, second, second, third], starts
+    assert utt.heard == TEXT
+    # The relayed audio and the robot's own are one stream: the robot's voice speaks
+    # after the relayed part, and the relayed part is the host's up to the cut.
+    audio = robot.audio().astype(np.float32)
+    relayed = int(middle // 2048 * 2048 * 48000 / 44100)
+    assert audio.size > relayed + 48000
+    assert np.abs(audio[relayed:]).max() > 1000
+
+
+def test_a_refused_call_is_spoken_onboard_from_the_start(pair):
+    host, robot = pair(refuse='no action server at /fleet/r1/say')
+    utt = robot.say()
+    assert utt.outcome is Outcome.SUCCEEDED, utt.error
+    assert 'no action server' in utt.spoken_by
+    assert sentence_starts(robot.marks) == [0, TEXT.index('今日'), TEXT.index('明日')]
+
+
+def test_a_host_that_never_answers_is_given_up_after_the_timeout(pair):
+    host, robot = pair(mute=True)
+    utt = robot.say('こんにちは。')
+    assert utt.outcome is Outcome.SUCCEEDED, utt.error
+    assert 'offboard_timeout_s' in utt.spoken_by
+    assert utt.ttfa_s >= 1.0  # offboard_timeout_s: nothing was spoken before it
+    assert host.calls[0].canceled.is_set()
+
+
+def test_canceling_the_robot_cancels_the_host_goal(tiny_engine, openjtalk_engine):
+    host = Host(tiny_engine, mute=True)
+    robot = Robot(openjtalk_engine, host, offboard_timeout_s=30.0)
+    try:
+        _, segments = prepare(TEXT, 2000, 60)
+        utt = robot.sched.submit(segments, VoiceParams(), source=TEXT)
+        deadline = time.monotonic() + REAL_TIMEOUT_S
+        while not host.calls and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert robot.sched.cancel(utt, CancelReason.CLIENT)
+        assert host.calls[0].canceled.wait(REAL_TIMEOUT_S)
+        assert not robot.chunks
+    finally:
+        robot.close()
+        host.sched.shutdown()
+
+
+def test_backoff_grows_after_repeated_failures_and_resets_on_success():
+    now = [0.0]
+    health = HostHealth(lambda: now[0])
+    assert health.due()
+    assert health.failed('lost') == 0.0 and health.due()  # one failure: try again at once
+    assert health.failed('lost') == BACKOFF_BASE_S and not health.due()
+    assert health.failed('lost') == 2 * BACKOFF_BASE_S
+    for _ in range(10):
+        wait = health.failed('lost')
+    assert wait == BACKOFF_MAX_S
+    now[0] += BACKOFF_MAX_S
+    assert health.due()
+    health.succeeded()
+    assert health.failures == 0 and health.due()
+    assert health.values()['offboard_last_failure'] == 'lost'
