@@ -170,3 +170,31 @@ def test_the_host_killed_mid_utterance_the_robot_finishes_it_then_uses_the_host_
     finally:
         assert robot.stop() == 0, robot.log()
         host.stop()
+
+
+def test_an_action_that_does_not_exist_is_reported_and_the_robot_speaks_onboard(ros_client):
+    robot = NodeProcess(dict(engine='openjtalk', fallback_engine='none',
+                             offboard_action='/nowhere/r9/say'))
+    try:
+        values = host_found(ros_client, robot, found=False)
+        assert values['offboard_action'] == '/nowhere/r9/say'
+        say = ros_client.action_client(robot.topic('say'))
+        handle, feedback = send_goal(ros_client, say, TEXT)
+        result_of(handle)
+        assert feedback
+        robot.wait_for_log('[onboard: no action server at /nowhere/r9/say', 10)
+        values = {kv.key: kv.value for kv in ros_client.diagnostics(robot).values}
+        assert 'no action server' in values['offboard_last_failure']
+    finally:
+        assert robot.stop() == 0, robot.log()
+
+
+def test_an_invalid_action_name_fails_the_configure_with_its_name(ros_client):
+    robot = NodeProcess(dict(engine='openjtalk', fallback_engine='none',
+                             offboard_action='/fleet/r1/say here'), wait_ready=False)
+    try:
+        robot.proc.wait(60)
+        assert robot.proc.returncode == 1
+        assert "offboard_action '/fleet/r1/say here' is not a valid action name" in robot.log()
+    finally:
+        robot.stop()

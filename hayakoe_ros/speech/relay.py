@@ -248,7 +248,8 @@ def speak_attempt(engine: Engine, remote: Optional[RemoteVoice], health: HostHea
         first = resume_index(attempt.segments, relayed.heard_end) if relayed.handed else 0
         utt.spoken_by = (f'host {remote.name}, then onboard from segment {first + 1}/'
                          f'{len(attempt.segments)} (the start of the sentence cut): '
-                         f'{relayed.reason}')
+                         f'{relayed.reason}' if relayed.handed else
+                         f'onboard: {relayed.reason} (host {remote.name})')
         health.spoke(utt.spoken_by, True)
         _LOG.warning('utterance %d: %s%s', utt.id, utt.spoken_by,
                      f' (host tried again in {wait:.0f} s)' if wait else '')
