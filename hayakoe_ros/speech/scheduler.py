@@ -72,6 +72,7 @@ from .relay import HostHealth, RemoteVoice, speak_attempt
 from .synthesis import Pacing
 from ..text.segment import InputError, Segment
 from .marks import Mark
+from .guard import ThreadGuard
 from .publishing import CLOSE, Publishing
 from .utterance import (Attempt, AudioChunk, CancelReason, Outcome, QueueFullError, QueuePolicy,
                         SchedulerClosedError, SchedulerConfig, SchedulerFailedError,
@@ -92,7 +93,7 @@ PLAY_QUEUE_ITEMS = 64
 
 
 
-class SpeechScheduler(Publishing):
+class SpeechScheduler(Publishing, ThreadGuard):
     """Queue of utterances spoken one after another through ``engine`` into ``sink``.
 
     Args:
@@ -317,27 +318,6 @@ class SpeechScheduler(Publishing):
         return not any(t.is_alive() for t in self._threads
                        if t is not threading.current_thread())
 
-    def when_stopped(self, fn: Callable[[], None]) -> None:
-        """Call ``fn`` once both internal threads have ended (now, if they have).
-
-        Otherwise the last thread to end calls it, as its final act: the way to free an
-        engine that a synthesis call may still be using after :meth:`shutdown`. Exceptions
-        from ``fn`` are logged, not raised.
-        """
-        with self._state:
-            if self._alive:
-                self._after_stop.append(fn)
-                return
-        self._run_after_stop([fn])
-
-    @staticmethod
-    def _run_after_stop(fns: list) -> None:
-        for fn in fns:
-            try:
-                fn()
-            except Exception:  # e.g. an engine that fails to close: keep going
-                _LOG.exception('clean-up after the speech scheduler stopped failed')
-
     # ------------------------------------------------------------------ internals
     def _refusal(self) -> Optional[Exception]:
         """Why a submit is refused now (called under the line's lock), or None."""
@@ -381,27 +361,6 @@ class SpeechScheduler(Publishing):
                 self._on_speaking(speaking)
             except Exception:  # e.g. the ROS context is gone: keep serving
                 _LOG.exception('on_speaking callback failed')
-
-    def _guarded(self, loop: Callable[[], None], name: str) -> None:
-        """Run an internal thread's loop; if it dies, fail the scheduler loudly."""
-        try:
-            loop()
-        except BaseException as exc:  # noqa: B036 - anything that ends the thread
-            _LOG.critical('speech scheduler %s thread died', name, exc_info=True)
-            self._fail(f'the {name} thread died: {type(exc).__name__}: {exc}')
-        finally:
-            with self._state:
-                self._alive -= 1
-                fns, self._after_stop = (self._after_stop, []) if not self._alive \
-                    else ([], self._after_stop)
-            self._run_after_stop(fns)
-
-    def _fail(self, reason: str) -> None:
-        """Stop serving: abort every utterance held or waiting; refuse new ones."""
-        if self.failure is None:
-            self.failure = reason  # before closing: a submit that gets in is drained below
-        for utt in self._line.close('failed'):
-            self._finish(utt, Outcome.ABORTED, f'speech pipeline failed: {reason}')
 
     def _put(self, item, utt: Utterance, attempt: Attempt) -> bool:
         """Hand ``item`` to the publisher; False if the utterance was dropped meanwhile."""
