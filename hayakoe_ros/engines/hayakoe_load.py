@@ -5,8 +5,8 @@
 :func:`load` checks the device, builds hayakoe's ``TTS`` and speaker with the ONNX
 Runtime settings of :class:`~.hayakoe_engine.HayakoeEngine` (threads, spinning, the
 optimised model copies, the two-stage synthesizer) and reports every failure as an
-:class:`~.base.EngineLoadError`; :func:`model_identity` names the loaded model for caches
-of its audio.
+:class:`~.base.EngineLoadError`; :func:`model_identity` names the loaded model (its
+files: :func:`model_files`) for caches of its audio.
 """
 
 from __future__ import annotations
@@ -124,6 +124,23 @@ def load(speaker: str, device: str, *, speaker_source: str, bert_source: str,
     return tts, loaded, staged
 
 
+def model_files(tts, speaker) -> list:
+    """Return the paths of the files the loaded model was read from.
+
+    Those under :func:`~.hayakoe_internals.model_dirs`: the speaker's directory (config,
+    style vectors, synthesizer, duration predictor) and the BERT directories (model and
+    tokenizer) of its backend. Sorted, absolute; files that cannot be listed are left out.
+    """
+    found: set = set()
+    for d in hk.model_dirs(tts, speaker):
+        try:
+            found.update(os.path.abspath(os.path.join(root, f))
+                         for root, _, files in os.walk(os.fspath(d)) for f in files)
+        except OSError:
+            continue
+    return sorted(found)
+
+
 def model_identity(tts, speaker, device: str, speaker_name: str) -> str:
     """Device, hayakoe version and the model files (name, size, mtime), hashed.
 
@@ -135,7 +152,7 @@ def model_identity(tts, speaker, device: str, speaker_name: str) -> str:
     except importlib.metadata.PackageNotFoundError:
         version = '?'
     parts = [device, version]
-    for path in hk.model_files(tts, speaker):
+    for path in model_files(tts, speaker):
         try:
             st = os.stat(path)
         except OSError:
