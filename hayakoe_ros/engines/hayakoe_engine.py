@@ -3,7 +3,8 @@
 """Style-Bert-VITS2 (JP-Extra) voices through the hayakoe engine.
 
 CPU: ONNX Runtime (INT8 BERT + FP32 synthesizer), the Raspberry Pi path; needs no torch.
-CUDA: PyTorch, optionally with ``torch.compile`` on the shared BERT.
+CUDA: PyTorch, optionally with ``torch.compile`` on the shared BERT. The load itself
+(device checks, sources, session settings) is :mod:`.hayakoe_load`.
 """
 
 from __future__ import annotations
@@ -11,57 +12,24 @@ from __future__ import annotations
 import collections
 import contextlib
 import gc
-import hashlib
-import importlib.metadata
-import logging
-import os
 from typing import Iterator, Optional, Sequence
 
 import numpy as np
 
 from . import hayakoe_internals as hk
-from . import hayakoe_phonemes, hayakoe_staged, memory, openjtalk_guard, ort_cache, ort_session
-from . import windowed_decoder
+from . import hayakoe_load, hayakoe_phonemes, hayakoe_staged, memory, openjtalk_guard
+from . import ort_session, windowed_decoder
 from .base import (AudioWindow, CancelToken, Engine, EngineError, EngineLoadError,
                    NothingToSpeakError, SynthesisCanceledError, UnknownStyleError,
                    VoiceParams)
-
-_LOG = logging.getLogger(__name__)
-
-#: Default model repository of hayakoe (Hugging Face), used when no source is given.
-DEFAULT_SOURCE = 'hf://lemondouble/hayakoe'
+# Loading lives in hayakoe_load; its default source is still found here.
+from .hayakoe_load import DEFAULT_SOURCE  # noqa: F401
 
 #: Default length of the first decoder window (s); see ``first_window_s``. Chosen from
 #: ``bench/windowed.py`` (full-size model, 2 threads, first_segment_morae 8): node TTFA /
 #: raw generate() of the first sentence 0.18 at 0.05 s, 0.13 at 0.1 s, 0.15 at 0.2 s,
 #: 0.20 at 0.4 s (shorter: the cut's context costs more than the window saves).
 FIRST_WINDOW_S = 0.1
-
-
-def _check_cuda(device: str) -> None:
-    """Raise :class:`EngineLoadError` unless PyTorch can use ``device`` (``cuda[:N]``)."""
-    try:
-        import torch
-    except ImportError as exc:
-        raise EngineLoadError(
-            f"device '{device}' needs PyTorch with CUDA, which is not installed "
-            "(pip install 'hayakoe[gpu]' and a CUDA build of torch); use device 'cpu' for "
-            'ONNX Runtime') from exc
-    if not torch.cuda.is_available():
-        raise EngineLoadError(
-            f"device '{device}' requested but CUDA is not available to torch "
-            f'{torch.__version__} (no GPU, driver, or a CPU-only build); use device '
-            "'cpu' for ONNX Runtime")
-    index = int(device.split(':', 1)[1]) if ':' in device else 0
-    if index >= torch.cuda.device_count():
-        raise EngineLoadError(f"device '{device}' does not exist: torch sees "
-                              f'{torch.cuda.device_count()} CUDA device(s)')
-
-
-def _source_uri(uri: str) -> str:
-    """Normalise a source URI: empty -> hayakoe's default repo; ``file://`` kept as is."""
-    uri = (uri or '').strip()
-    return uri or DEFAULT_SOURCE
 
 
 class HayakoeEngine(Engine):
@@ -126,51 +94,12 @@ class HayakoeEngine(Engine):
         self._speaker_name = speaker
         self._num_threads = int(num_threads)
         self._trim = bool(trim) and device == 'cpu'
-        try:
-            from hayakoe import TTS
-        except ImportError as exc:
-            raise EngineLoadError(f'hayakoe is not installed: {exc}') from exc
-        hk.check_compatible()
-        if not device.startswith('cuda') and device != 'cpu':
-            raise EngineLoadError(f"device '{device}' is not supported; use 'cpu' or 'cuda'")
-        if device.startswith('cuda'):
-            _check_cuda(device)
-        elif not allocator.is_default:
-            # Before anything big is allocated: glibc has no env var we could still set.
-            applied = memory.configure_allocator(allocator)
-            _LOG.debug('allocator %s: %s', allocator.describe(),
-                       'set' if applied else 'not set (not glibc)')
-        kwargs = {'device': device, 'bert_source': _source_uri(bert_source)}
-        if cache_dir:
-            kwargs['cache_dir'] = os.path.expanduser(cache_dir)
-        try:
-            if device.startswith('cuda') and self._num_threads > 0:
-                import torch
-
-                torch.set_num_threads(self._num_threads)
-            # A tokenizer left by an earlier engine in this process would be reused.
-            hk.unload_globals()
-            tts = TTS(**kwargs).load(speaker, source=_source_uri(speaker_source))
-            after = memory.release_free_memory if self._trim else None
-            source = None
-            if optimized_models and device == 'cpu':
-                cache = ort_cache.OptimizedModelCache(
-                    os.path.join(hk.cache_dir(tts), 'hayakoe_ros', 'ort-optimized'))
-                source = cache.session_source
-            hooks: dict = {'num_threads': self._num_threads, 'after_session': after,
-                           'model_source': source, 'allow_spinning': bool(allow_spinning)}
-            with ort_session.onnx_session_hooks(**hooks):
-                tts.prepare(warmup=device.startswith('cuda'), compile=bool(compile))
-            self._speaker = tts.speakers[speaker]
-            if device == 'cpu' and first_window_s:
-                self._staged = hayakoe_staged.stage_synthesizer(
-                    tts, self._speaker, hooks, self._release)
-        except Exception as exc:  # hayakoe raises many types: report them all the same way
-            cause = ' '.join(str(exc).split())  # hayakoe's messages span several lines
-            raise EngineLoadError(
-                f"cannot load hayakoe speaker '{speaker}' from "
-                f"'{_source_uri(speaker_source)}' (BERT from '{_source_uri(bert_source)}') "
-                f'on {device}: {type(exc).__name__}: {cause}') from exc
+        tts, self._speaker, self._staged = hayakoe_load.load(
+            speaker, device, speaker_source=speaker_source, bert_source=bert_source,
+            cache_dir=cache_dir, num_threads=self._num_threads, compile=compile,
+            allocator=allocator, trim=self._trim, optimized_models=optimized_models,
+            allow_spinning=allow_spinning, first_window_s=first_window_s,
+            release=self._release)
         self._tts = tts
         self._tokenizer_dir = hk.tokenizer_dir(tts)
         self._feature_cache: collections.OrderedDict = collections.OrderedDict()
@@ -182,7 +111,8 @@ class HayakoeEngine(Engine):
             windowed_decoder.first_window_frames(first_window_s, self._sample_rate,
                                                  self._staged.hop)
         self._styles = hk.style_names(self._speaker)
-        self._model_id = self._identity()
+        self._model_id = hayakoe_load.model_identity(self._tts, self._speaker, self._device,
+                                                     self._speaker_name)
         self._release()
 
     @property
@@ -247,21 +177,6 @@ class HayakoeEngine(Engine):
     def model_id(self) -> str:
         """Device and the model files (name, size, mtime), hashed; computed at load."""
         return self._model_id
-
-    def _identity(self) -> str:
-        try:
-            version = importlib.metadata.version('hayakoe')
-        except importlib.metadata.PackageNotFoundError:
-            version = '?'
-        parts = [self._device, version]
-        for path in hk.model_files(self._tts, self._speaker):
-            try:
-                st = os.stat(path)
-            except OSError:
-                continue
-            parts.append(f'{path}:{st.st_size}:{st.st_mtime_ns}')
-        digest = hashlib.sha256('\n'.join(parts).encode('utf-8')).hexdigest()[:16]
-        return f'{self._speaker_name}@{self._device}:{digest}'
 
     @property
     def speaker(self):

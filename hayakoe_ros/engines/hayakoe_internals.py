@@ -15,13 +15,16 @@ fails loudly instead of misbehaving. Tested against hayakoe 1.3.1.
 from __future__ import annotations
 
 import os
-import dataclasses
 import inspect
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 
+from . import hayakoe_features
 from .base import VoiceParams
+# A segment's features and the inputs built from them (no private API) live in
+# hayakoe_features; SegmentFeatures is still found here.
+from .hayakoe_features import SYNTH_FEED, SegmentFeatures
 # Symbol-table helpers (no private API): they live in hayakoe_phonemes, and are still
 # found here by the callers that always looked for them here.
 from .hayakoe_phonemes import punctuation_ids, punctuation_runs  # noqa: F401
@@ -109,11 +112,6 @@ def check_compatible() -> None:
         raise RuntimeError('hayakoe internals changed: ' + '; '.join(problems))
 
 
-#: The synthesizer's inputs, as ``Speaker._synth_with_features_onnx`` feeds them.
-_SYNTH_FEED = ('x', 'x_lengths', 'sid', 'tone', 'language', 'bert', 'style_vec',
-               'noise_scale', 'length_scale', 'noise_scale_w', 'sdp_ratio')
-
-
 def _staged_problems(speaker_mod) -> list:
     """What the two-stage synthesizer relies on: the feed, the file, the session slot."""
     problems = []
@@ -121,7 +119,7 @@ def _staged_problems(speaker_mod) -> list:
     if func is None:
         return ['Speaker._synth_with_features_onnx is missing']
     src = inspect.getsource(func)
-    for name in _SYNTH_FEED:
+    for name in SYNTH_FEED:
         if f'"{name}"' not in src:
             problems.append(f'Speaker._synth_with_features_onnx no longer feeds {name!r}')
     if 'output[0][0, 0]' not in src:
@@ -171,27 +169,16 @@ def restore_synthesizer(speaker) -> None:
     speaker._init_onnx_synth()
 
 
-def synthesizer_feed(speaker, features: 'SegmentFeatures', voice: VoiceParams) -> dict:
+def synthesizer_feed(speaker, features: SegmentFeatures, voice: VoiceParams) -> dict:
     """The synthesizer's inputs for a segment, as ``Speaker._synth_with_features_onnx``.
 
     Returns:
-        ``{name: array}`` for :data:`_SYNTH_FEED`: int64 ``[1, phonemes]`` ids, tones and
-        languages, ``x_lengths`` and ``sid`` ``[1]``, float32 ``bert [1, 1024, phonemes]``,
-        ``style_vec [1, 256]`` and the four ``[1]`` scales.
+        ``{name: array}`` for :data:`~.hayakoe_features.SYNTH_FEED`, with the speaker's
+        style vector for ``voice`` (shapes and dtypes:
+        :func:`~.hayakoe_features.synthesizer_inputs`).
     """
-    _, phones, tones, langs, _ = features.nlp
     style_vec = speaker._get_style_vector(voice.style, voice.style_weight)
-    scalar = lambda v: np.array([v], dtype=np.float32)  # noqa: E731
-    return dict(zip(_SYNTH_FEED, (
-        np.array(phones, dtype=np.int64)[np.newaxis, :],
-        np.array([len(phones)], dtype=np.int64),
-        np.array([voice.speaker_id], dtype=np.int64),
-        np.array(tones, dtype=np.int64)[np.newaxis, :],
-        np.array(langs, dtype=np.int64)[np.newaxis, :],
-        np.asarray(features.bert)[np.newaxis, :, :].astype(np.float32),
-        style_vec[np.newaxis, :].astype(np.float32),
-        scalar(voice.noise), scalar(voice.length_scale), scalar(voice.noise_w),
-        scalar(voice.sdp_ratio))))
+    return hayakoe_features.synthesizer_inputs(features, style_vec, voice)
 
 
 def synthesis_lock(speaker):
@@ -263,12 +250,12 @@ def onnx_sessions(tts, speaker) -> dict:
     return {k: v for k, v in found.items() if v is not None}
 
 
-def model_files(tts, speaker) -> list:
-    """Return the paths of the files the loaded model was read from.
+def model_dirs(tts, speaker) -> list:
+    """Return the directories the loaded model was read from (files: ``hayakoe_load``).
 
     The speaker's directory (config, style vectors, synthesizer, duration predictor) and
-    the BERT directories (model and tokenizer) of its backend. Sorted, absolute; files
-    that cannot be listed are left out.
+    the BERT directories (model and tokenizer) of its backend; a BERT directory that
+    cannot be fetched is left out.
     """
     from hayakoe.api.tts import _BERT_PREFIX, _TOKENIZER_PREFIX
 
@@ -278,14 +265,7 @@ def model_files(tts, speaker) -> list:
             dirs.append(tts._bert_source.fetch(prefix))  # already local: fetched at load
         except Exception:  # identity is best effort for remote sources
             continue
-    found: set = set()
-    for d in dirs:
-        try:
-            found.update(os.path.abspath(os.path.join(root, f))
-                         for root, _, files in os.walk(os.fspath(d)) for f in files)
-        except OSError:
-            continue
-    return sorted(found)
+    return dirs
 
 
 def cache_dir(tts) -> str:
@@ -305,26 +285,6 @@ def synthesis_params(voice: VoiceParams):
         sdp_ratio=voice.sdp_ratio, noise=voice.noise, noise_w=voice.noise_w,
         pitch_scale=voice.pitch_scale, intonation_scale=voice.intonation_scale,
         style_weight=voice.style_weight)
-
-
-@dataclasses.dataclass(frozen=True)
-class SegmentFeatures:
-    """Front-end output and BERT features of one segment, computed once and reused.
-
-    Attributes:
-        nlp: hayakoe's ``(norm_text, phones, tones, languages, word2ph)`` tuple; the three
-            sequences are phoneme ids with blanks (id 0) interspersed.
-        bert: BERT features per phoneme, shape ``(1024, len(phones))``: a float32 numpy
-            array (ONNX backend) or a torch tensor (PyTorch backend).
-    """
-
-    nlp: tuple
-    bert: Any
-
-    @property
-    def phones(self) -> list:
-        """Phoneme id sequence (with blanks)."""
-        return list(self.nlp[1])
 
 
 def segment_features(speaker, text: str) -> SegmentFeatures:
@@ -369,32 +329,18 @@ def pair_durations(speaker, left: SegmentFeatures, right: SegmentFeatures,
                    voice: VoiceParams) -> Optional[tuple[list, np.ndarray]]:
     """Duration predictor over two adjacent segments, from their own features.
 
-    The pair's input is ``left`` without its closing pad and blank, then ``right``
-    without its opening blank, pad and blank: the phoneme sequence hayakoe's front end
-    produces for the joined text, with each segment's own BERT features (hayakoe's
-    batched path also encodes sentences separately). No BERT runs here: each segment's
-    BERT was computed once, for its synthesis.
+    The pair's input is :func:`~.hayakoe_features.join_pair`'s: the phoneme sequence
+    hayakoe's front end produces for the joined text, with each segment's own BERT
+    features (no BERT runs here).
 
     Returns:
         ``(phone_ids, frames)`` for the pair, or None when the model has no duration
         predictor or a sequence does not have the expected pad/blank ends.
     """
-    lp, rp = left.phones, right.phones
-    if lp[-2:] != [0, 0] or rp[:3] != [0, 0, 0]:
+    joined = hayakoe_features.join_pair(left, right, onnx=speaker._backend == 'onnx')
+    if joined is None:
         return None
-    _, _, ltone, llang, _ = left.nlp
-    _, _, rtone, rlang, _ = right.nlp
-    ids = lp[:-2] + rp[3:]
-    tones = list(ltone)[:-2] + list(rtone)[3:]
-    langs = list(llang)[:-2] + list(rlang)[3:]
-    bert: Any  # numpy (ONNX backend) or torch (PyTorch backend)
-    if speaker._backend == 'onnx':
-        bert = np.concatenate([left.bert[:, :-2], right.bert[:, 3:]], axis=1)
-    else:
-        import torch
-
-        bert = torch.cat([left.bert[:, :-2], right.bert[:, 3:]], dim=1)
-    return run_duration_predictor(speaker, ids, tones, langs, bert, voice)
+    return run_duration_predictor(speaker, *joined, voice)
 
 
 def run_duration_predictor(speaker, ids: list, tones: list, langs: list, bert,
@@ -409,18 +355,8 @@ def run_duration_predictor(speaker, ids: list, tones: list, langs: list, bert,
         if speaker._dp_session is None:
             return None
         with speaker._gen_lock:
-            frames = speaker._dp_session.run(None, {
-                'x': np.array([ids], dtype=np.int64),
-                'x_lengths': np.array([len(ids)], dtype=np.int64),
-                'sid': np.array([voice.speaker_id], dtype=np.int64),
-                'tone': np.array([tones], dtype=np.int64),
-                'language': np.array([langs], dtype=np.int64),
-                'bert': np.asarray(bert)[np.newaxis, :, :].astype(np.float32),
-                'style_vec': style_vec[np.newaxis, :].astype(np.float32),
-                'length_scale': np.array([voice.length_scale], dtype=np.float32),
-                'noise_scale_w': np.array([voice.noise_w], dtype=np.float32),
-                'sdp_ratio': np.array([voice.sdp_ratio], dtype=np.float32),
-            })[0][0]
+            frames = speaker._dp_session.run(None, hayakoe_features.duration_feed(
+                ids, tones, langs, bert, style_vec, voice))[0][0]
         return list(ids), np.asarray(frames, dtype=np.float64).reshape(-1)
 
     import torch
@@ -429,11 +365,8 @@ def run_duration_predictor(speaker, ids: list, tones: list, langs: list, bert,
     with speaker._gen_lock, torch.no_grad():
         net_g = speaker._ensure_pytorch_model()
         frames = net_g.predict_durations(
-            torch.LongTensor([ids]).to(device), torch.LongTensor([len(ids)]).to(device),
-            torch.LongTensor([voice.speaker_id]).to(device),
-            torch.LongTensor([tones]).to(device), torch.LongTensor([langs]).to(device),
-            bert.to(device).unsqueeze(0),
-            torch.from_numpy(style_vec).to(device).unsqueeze(0),
+            *hayakoe_features.duration_tensors(ids, tones, langs, bert, style_vec, voice,
+                                               device),
             length_scale=voice.length_scale, sdp_ratio=voice.sdp_ratio,
             noise_scale_w=voice.noise_w,
         ).cpu().numpy()

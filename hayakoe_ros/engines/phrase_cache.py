@@ -14,7 +14,8 @@ every :class:`~hayakoe_ros.engines.VoiceParams` field, the user dictionary in fo
 (it changes Open JTalk's readings) and the segment text after the front end. A new model,
 new settings or a new dictionary therefore never meet an old entry: their keys differ.
 
-:mod:`.preload` fills it at configure with the node's ``preload_phrases``.
+:mod:`.cache_files` keeps the entries on disk; :mod:`.preload` fills the cache at configure
+with the node's ``preload_phrases``.
 """
 
 from __future__ import annotations
@@ -23,19 +24,14 @@ import collections
 import dataclasses
 import hashlib
 import json
-import logging
 import os
-import tempfile
 import threading
 from typing import Callable, Iterator, Optional
-import zipfile
 
 import numpy as np
 
-from . import cache_entry
 from .base import AudioWindow, Engine, VoiceParams, WrappedEngine
-
-_LOG = logging.getLogger(__name__)
+from .cache_files import EntryFiles
 
 #: Bumped when the key or file format changes: older files are then never used.
 #: 2: ``.npz`` entries with the phones (format 1 was the audio alone, one ``.npy`` each:
@@ -50,7 +46,6 @@ MAX_PAUSES = 4096
 MAX_CACHE_MB = 4096.0
 
 _MIB = 1024 * 1024
-_SUFFIX = cache_entry.SUFFIX
 
 
 def cache_key(engine: str, voice_name: str, model_id: str, sample_rate: int,
@@ -115,14 +110,8 @@ class CachingEngine(WrappedEngine):
         self.hits = 0
         self.misses = 0
         self._dir = os.path.abspath(os.path.expanduser(directory)) if directory else None
-        self._files: collections.OrderedDict = collections.OrderedDict()  # name -> bytes
-        self._file_bytes = 0
-        #: Why entries cannot be written to the directory ('' while they can): after the
-        #: first failure (a read-only directory) none is tried again, and it is logged once.
-        self.write_error = ''
-        if self._dir is not None:
-            os.makedirs(self._dir, exist_ok=True)
-            self._scan()
+        self._disk = (EntryFiles(self._dir, self._max_bytes, self._lock)
+                      if self._dir is not None else None)
 
     # ------------------------------------------------------------------ pass-through
     @property
@@ -173,6 +162,15 @@ class CachingEngine(WrappedEngine):
         """The persistence directory (absolute), or None."""
         return self._dir
 
+    @property
+    def write_error(self) -> str:
+        """Why entries cannot be written to the directory ('' while they can, or without one).
+
+        After the first failure (a read-only directory) none is tried again, and it is
+        logged once.
+        """
+        return self._disk.write_error if self._disk is not None else ''
+
     def key(self, text: str, voice: VoiceParams) -> str:
         """The entry name of ``text`` spoken with ``voice`` now (see :func:`cache_key`)."""
         return cache_key(self.name, self.voice, self._model_id, self.sample_rate, voice,
@@ -182,7 +180,7 @@ class CachingEngine(WrappedEngine):
         """True when ``text`` spoken with ``voice`` is held in memory or on disk."""
         key = self.key(text, voice)
         with self._lock:
-            return key in self._entries or (self._dir is not None and key in self._files)
+            return key in self._entries or (self._disk is not None and self._disk.holds(key))
 
     def _lookup(self, key: str) -> Optional[AudioWindow]:
         """A fresh copy of the audio held for ``key`` with its phones (memory, then disk).
@@ -195,7 +193,7 @@ class CachingEngine(WrappedEngine):
                 self._entries.move_to_end(key)
                 self.hits += 1
                 return AudioWindow(entry[0].copy(), phones=entry[1])
-        entry = self._load(key)
+        entry = self._disk.load(key) if self._disk is not None else None
         if entry is not None:
             with self._lock:
                 self.hits += 1
@@ -208,7 +206,8 @@ class CachingEngine(WrappedEngine):
         with self._lock:
             self.misses += 1
             self._remember(key, audio.copy(), phones)
-        self._store(key, audio, phones)
+        if self._disk is not None:
+            self._disk.store(key, audio, phones)
 
     def synthesize(self, text: str, voice: VoiceParams) -> np.ndarray:
         """Return the cached audio of ``text``, or synthesise and remember it.
@@ -291,112 +290,6 @@ class CachingEngine(WrappedEngine):
         while self._bytes > self._max_bytes:
             _, (old, _) = self._entries.popitem(last=False)
             self._bytes -= old.nbytes
-
-    # ------------------------------------------------------------------ persistence
-    def _path(self, key: str) -> str:
-        assert self._dir is not None
-        return os.path.join(self._dir, key + _SUFFIX)
-
-    def _scan(self) -> None:
-        """Index the files already in the directory, oldest first.
-
-        Entries of the earlier format (audio alone, ``<key>.npy``: no key of this format
-        names them) are removed, where the directory can be written.
-        """
-        assert self._dir is not None
-        found = []
-        with os.scandir(self._dir) as it:
-            for entry in it:
-                if entry.name.endswith(_SUFFIX) and entry.is_file():
-                    st = entry.stat()
-                    found.append((st.st_mtime, entry.name[:-len(_SUFFIX)], st.st_size))
-                elif cache_entry.FORMAT_1_RE.fullmatch(entry.name):
-                    try:
-                        os.unlink(entry.path)
-                    except OSError:
-                        pass
-        with self._lock:
-            for _, key, size in sorted(found):
-                self._files[key] = size
-                self._file_bytes += size
-            self._trim_files()
-
-    def _load(self, key: str) -> Optional[tuple]:
-        """The entry's ``(audio, phones)`` from disk, or None (absent; corrupt: removed, WARNING).
-
-        The file is read with no lock held; the disk index (``_files``, ``_file_bytes``)
-        is read and changed only under ``_lock``, like the memory LRU.
-        """
-        with self._lock:
-            if self._dir is None or key not in self._files:
-                return None
-        path = self._path(key)
-        try:
-            entry = cache_entry.read(path)
-        except FileNotFoundError:
-            with self._lock:
-                self._forget_file(key)
-            return None
-        except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
-            _LOG.warning(f'phrase cache: removing corrupt entry {path}: '
-                         f'{type(exc).__name__}: {exc}')
-            with self._lock:
-                self._forget_file(key, remove=True)
-            return None
-        try:
-            os.utime(path)  # recently used: last out when the directory is trimmed
-        except OSError:
-            pass
-        with self._lock:
-            if key in self._files:
-                self._files.move_to_end(key)
-        return entry
-
-    def _store(self, key: str, audio: np.ndarray, phones: tuple) -> None:
-        """Write the entry atomically (temporary file + ``os.replace``).
-
-        The first failure is logged as WARNING and ends writing (:attr:`write_error`).
-        """
-        with self._lock:
-            if self._dir is None or self.write_error or key in self._files \
-                    or audio.nbytes > self._max_bytes:
-                return
-        tmp = ''
-        try:
-            fd, tmp = tempfile.mkstemp(prefix='.tmp-', suffix=_SUFFIX, dir=self._dir)
-            with os.fdopen(fd, 'wb') as f:
-                cache_entry.write(f, audio, phones)
-            os.replace(tmp, self._path(key))
-        except OSError as exc:
-            self.write_error = f'{type(exc).__name__}: {exc}'
-            _LOG.warning(f'phrase cache: cannot write to {self._dir} ({exc}); new segments '
-                         'are kept in memory only, the entries on disk are still served')
-            if tmp:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-            return
-        size = os.path.getsize(self._path(key))
-        with self._lock:
-            if key not in self._files:
-                self._files[key] = size
-                self._file_bytes += size
-            self._trim_files()
-
-    def _forget_file(self, key: str, remove: bool = False) -> None:
-        """Drop ``key`` from the disk index (and its file when ``remove``); ``_lock`` held."""
-        self._file_bytes -= self._files.pop(key, 0)
-        if remove:
-            try:
-                os.unlink(self._path(key))
-            except OSError:
-                pass
-
-    def _trim_files(self) -> None:
-        """Remove the least recently used files until they fit in the bound (``_lock`` held)."""
-        while self._file_bytes > self._max_bytes and self._files:
-            self._forget_file(next(iter(self._files)), remove=True)
 
 
 __all__ = ['CACHE_FORMAT', 'CachingEngine', 'MAX_CACHE_MB', 'cache_key']

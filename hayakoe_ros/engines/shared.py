@@ -6,10 +6,10 @@ A fleet process loads its model once and gives each robot a view of it
 (:meth:`SharedEngine.view`): an :class:`~.base.Engine` that the robot's own speech
 scheduler uses as if it were alone. Every call that computes (``synthesize``,
 ``synthesize_timed``, each advance of ``synthesize_windows``, ``predict_pause``) takes
-a turn of one :class:`FairArbiter`: turns are granted one at a time, in the order they
-were asked for. A scheduler has one synthesis thread, so it asks for at most one turn at
-a time, and first-come first-served over calls is round robin over robots: a robot's
-one-word reply waits behind at most one call of each other robot that is already
+a turn of one :class:`~.arbiter.FairArbiter`: turns are granted one at a time, in the
+order they were asked for. A scheduler has one synthesis thread, so it asks for at most
+one turn at a time, and first-come first-served over calls is round robin over robots: a
+robot's one-word reply waits behind at most one call of each other robot that is already
 waiting (one segment, one decoder window or one pause prediction), never behind a whole
 announcement.
 
@@ -26,156 +26,29 @@ enter the engine's own ``cancellable`` only while the turn is held, so a cancel 
 that robot's call in flight (ONNX Runtime's ``terminate`` flag) and nobody else's.
 
 Batching seam: on a GPU one engine call could synthesise the segments of several robots
-at once. The place for that is :meth:`FairArbiter.turn` and :class:`GatedEngine`: a
-batching arbiter would, when a turn is granted, take every synthesis request waiting in
-its queue that fits one batch, run them as one call and hand each view its own result.
-The queue already holds every waiting request in order; nothing else changes. It is not
-built: the CPU engine gains nothing from batching.
+at once. The place for that is :meth:`~.arbiter.FairArbiter.turn` and
+:class:`GatedEngine`: a batching arbiter would, when a turn is granted, take every
+synthesis request waiting in its queue that fits one batch, run them as one call and hand
+each view its own result. The queue already holds every waiting request in order; nothing
+else changes. It is not built: the CPU engine gains nothing from batching.
 """
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import threading
-import time
 from typing import Iterator, Optional
 
 import numpy as np
 
-from .base import (AudioWindow, CancelToken, Engine, EngineError, SynthesisCanceledError,
-                   VoiceParams, WrappedEngine)
+# The arbiter lives in its own module; it is still found here.
+from .arbiter import ArbiterStats, FairArbiter
+from .base import AudioWindow, CancelToken, Engine, EngineError, VoiceParams, WrappedEngine
 
 __all__ = ['ArbiterStats', 'FairArbiter', 'GatedEngine', 'SharedEngine', 'SharedEngineView']
 
-#: Longest single wait on the arbiter's condition (s): waits loop on it, so a missed
-#: notification costs at most this long, never a hang.
-_WAIT_SLICE_S = 0.1
-
 #: Slice of the wait of a deferred close for the call in flight (s).
 _CLOSE_SLICE_S = 1.0
-
-
-class ArbiterStats:
-    """What a :class:`FairArbiter` has granted: calls, their wait and hold times.
-
-    Attributes:
-        calls: Turns granted.
-        canceled: Waits ended by a cancel before their turn came.
-        wait_s: Seconds spent waiting for turns, all callers together.
-        max_wait_s: Longest single wait (s).
-        hold_s: Seconds turns were held (engine busy), all callers together.
-    """
-
-    def __init__(self) -> None:
-        self.calls = 0
-        self.canceled = 0
-        self.wait_s = 0.0
-        self.max_wait_s = 0.0
-        self.hold_s = 0.0
-
-
-class FairArbiter:
-    """A first-come first-served ticket lock for one engine: one call at a time.
-
-    Each :meth:`turn` takes a ticket at the back of a queue and runs when its ticket is at
-    the front and nobody holds the engine. A waiter whose cancel token is canceled leaves
-    the queue at once. An exception in a call (or while waiting) always gives the turn
-    back.
-    """
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._queue: collections.deque = collections.deque()
-        self._holder: Optional[object] = None
-        self._closed = False
-        self.stats = ArbiterStats()
-
-    @property
-    def waiting(self) -> int:
-        """Callers waiting for a turn now (the holder not counted)."""
-        with self._cond:
-            return len(self._queue)
-
-    @property
-    def busy(self) -> bool:
-        """True while a turn is held."""
-        with self._cond:
-            return self._holder is not None
-
-    def _wake(self) -> None:
-        with self._cond:
-            self._cond.notify_all()
-
-    @contextlib.contextmanager
-    def turn(self, token: Optional[CancelToken] = None, owner: str = '') -> Iterator[None]:
-        """Hold the engine for one call; wait for the turns asked for before this one.
-
-        Args:
-            token: Ends the wait when canceled (None: wait until the turn comes).
-            owner: Who asks (for error messages only).
-
-        Raises:
-            SynthesisCanceledError: ``token`` was canceled before the turn came.
-            EngineError: the arbiter was closed (the shared engine is freed).
-        """
-        ticket = object()
-        t0 = time.monotonic()
-        hook = token.hook(self._wake) if token is not None else contextlib.nullcontext()
-        with self._cond:
-            if self._closed:
-                raise EngineError(f'the shared engine is closed ({owner or "caller"})')
-            self._queue.append(ticket)
-        try:
-            with hook, self._cond:
-                while True:
-                    if self._closed:
-                        raise EngineError(f'the shared engine is closed '
-                                          f'({owner or "caller"})')
-                    if token is not None and token.canceled:
-                        self.stats.canceled += 1
-                        raise SynthesisCanceledError('synthesis canceled while waiting '
-                                                     'for the shared engine')
-                    if self._holder is None and self._queue[0] is ticket:
-                        break
-                    self._cond.wait(_WAIT_SLICE_S)
-                self._queue.popleft()
-                self._holder = ticket
-                waited = time.monotonic() - t0
-                self.stats.calls += 1
-                self.stats.wait_s += waited
-                self.stats.max_wait_s = max(self.stats.max_wait_s, waited)
-        except BaseException:
-            with self._cond:
-                if ticket in self._queue:
-                    self._queue.remove(ticket)
-                self._cond.notify_all()  # the next ticket may be at the front now
-            raise
-        t1 = time.monotonic()
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._holder = None
-                self.stats.hold_s += time.monotonic() - t1
-                self._cond.notify_all()
-
-    def close(self) -> None:
-        """Refuse every later turn; waiters end with :class:`EngineError`."""
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-
-    def wait_free(self, timeout: float) -> bool:
-        """Wait until no turn is held (at most ``timeout`` s); True if none is."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while self._holder is not None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cond.wait(min(left, _WAIT_SLICE_S))
-            return True
 
 
 class SharedEngine:

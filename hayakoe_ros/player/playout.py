@@ -16,8 +16,8 @@ what the device asks for, from the device's callback:
   While audio still plays, it follows the previous chunk after exactly the pause between
   their stamps. Never over audio already queued (nothing is dropped, nothing overlaps).
 * A chunk at another rate than the device's is resampled (libsoxr, one stream per run of
-  contiguous chunks, so there are no seams between chunks); the resampler's last
-  ``~10 ms`` are flushed when the run ends (:meth:`Playout.flush_idle`).
+  contiguous chunks, so there are no seams between chunks: :mod:`.run_resampler`); the
+  resampler's last ``~10 ms`` are flushed when the run ends (:meth:`Playout.flush_idle`).
 
 The first two rules compare stamps in the publisher's own clock, never through the
 device's clock: stamps are exact there (``tts_node``'s are exactly ``chunk / rate``
@@ -36,15 +36,15 @@ device frames count from the stream's start.
 from __future__ import annotations
 
 import collections
-import dataclasses
 import math
 import threading
 from typing import Optional
 
 import numpy as np
-import soxr
 
 from .cut import Utterances, drop_cut
+from .run_resampler import RESAMPLE_QUALITY, RunResampler  # noqa: F401 - found here too
+from .stats import PlayoutStats
 
 #: Two chunks whose stamps differ from exact continuation by at most this many samples
 #: are contiguous (tts_node's stamps are exact to the nanosecond within an utterance; any
@@ -52,48 +52,6 @@ from .cut import Utterances, drop_cut
 #: reproduced). Stamps of about 1.8e9 s (ROS time) as doubles are exact to 0.24 us, a
 #: fraction of this tolerance up to 192 kHz.
 CONTIGUOUS_TOL_SAMPLES = 0.5
-
-#: libsoxr quality recipe of the player's rate conversion.
-RESAMPLE_QUALITY = 'HQ'
-
-
-@dataclasses.dataclass
-class PlayoutStats:
-    """Counters of one :class:`Playout` (one open stream), from its creation.
-
-    Attributes:
-        chunks: Chunks received.
-        underruns: Late chunks: contiguous with the previous chunk but received after the
-            device had played everything queued (played at once, after a gap).
-        late_s: Total silence that underruns put into the sound (s).
-        frames_played: Device frames of audio rendered (silence between chunks excluded).
-        output_latency_s: Last measured time from rendering a buffer to hearing it (s):
-            the device's DAC time minus the callback's current time.
-        resampled: Chunks that were resampled to the device rate.
-        min_headroom_s: Least headroom of a contiguous chunk (s; ``inf`` before one):
-            how long before the device would have rendered its first frame it arrived
-            (negative for an underrun). What the jitter buffer and the publisher's lead
-            left to spare; near 0, underruns are near.
-        stamps_out_of_range: Chunks whose stamp was not believed (see
-            :class:`Playout`'s ``max_ahead_s``): played as if stamped on arrival, or right
-            after the audio before them.
-        cuts: Utterances cut short (:meth:`Playout.cut`).
-        dropped_chunks: Chunks of a cut utterance that arrived after its cut (dropped).
-        dropped_s: Audio of cut utterances dropped before it was rendered (s, device
-            rate), the fades' samples excluded.
-    """
-
-    chunks: int = 0
-    underruns: int = 0
-    late_s: float = 0.0
-    frames_played: int = 0
-    output_latency_s: float = 0.0
-    resampled: int = 0
-    min_headroom_s: float = math.inf
-    stamps_out_of_range: int = 0
-    cuts: int = 0
-    dropped_chunks: int = 0
-    dropped_s: float = 0.0
 
 
 class Playout:
@@ -146,7 +104,7 @@ class Playout:
         self._prev_stamp_end: Optional[float] = None  # publisher's clock (s)
         self._run_open = False             # the next chunk may continue the previous one
         self._prev_rate = 0
-        self._resampler: Optional['soxr.ResampleStream'] = None
+        self._resampler = RunResampler(self.device_rate)
         self._last_push = 0.0
         # Set while no block is queued: what a drain waits on. Set and cleared under _lock;
         # the device callback only sets it (Event.set takes an uncontended lock briefly).
@@ -209,7 +167,7 @@ class Playout:
                      else 0.0)  # step from exact continuation, publisher's clock
             contiguous = (self._run_open and rate == self._prev_rate
                           and abs(gap_s) * rate <= CONTIGUOUS_TOL_SAMPLES)
-            tail = None if contiguous else self._resampler_tail()
+            tail = None if contiguous else self._resampler.finish()
             tail_tag, self._run_tag = self._run_tag, tag
             self._prev_stamp_end = stamp + samples.size / rate
             self._run_open = True
@@ -217,10 +175,7 @@ class Playout:
             self._last_push = now
             resampled = rate != self.device_rate
             if resampled:
-                if self._resampler is None:
-                    self._resampler = soxr.ResampleStream(
-                        rate, self.device_rate, 1, dtype='float32', quality=RESAMPLE_QUALITY)
-                samples = self._resampler.resample_chunk(samples, last=False)
+                samples = self._resampler.resample(samples, rate)
             with self._lock:
                 self._append_tail(tail, tail_tag)
                 return self._place(samples, tag, stamp, gap_s, contiguous, resampled,
@@ -312,7 +267,7 @@ class Playout:
             self._utterances.cut(start, end, approx_start)
             if self._utterances.is_cut(self._run_tag, self._prev_stamp_end):
                 self._run_open = False  # its own later chunks are dropped, not continued
-                self._resampler = None  # holds only its samples: never flushed
+                self._resampler.drop()  # holds only its samples: never flushed
             with self._lock:
                 dropped = self._drop_locked()
             self.stats.cuts += 1
@@ -333,20 +288,12 @@ class Playout:
             self._empty.set()
         return dropped / self.device_rate
 
-    def _resampler_tail(self) -> Optional[np.ndarray]:
-        """End the resampled run: the resampler's held-back tail, or None (producer lock)."""
-        if self._resampler is None:
-            return None
-        tail = self._resampler.resample_chunk(np.zeros(0, np.float32), last=True)
-        self._resampler = None
-        return tail
-
     def flush_idle(self, now: float, idle_s: float) -> None:
         """End a resampled run that got no chunk for ``idle_s`` s (emits its tail)."""
         with self._producer:
-            if self._resampler is None or now - self._last_push <= idle_s:
+            if not self._resampler.pending or now - self._last_push <= idle_s:
                 return
-            tail = self._resampler_tail()
+            tail = self._resampler.finish()
             self._run_open = False
             with self._lock:
                 self._append_tail(tail, self._run_tag)
@@ -396,7 +343,7 @@ class Playout:
     def queued_s(self) -> float:
         """Audio queued and not yet rendered, up to the end of the last chunk (s)."""
         with self._lock:
-            pending = self._resampler is not None
+            pending = self._resampler.pending
             return max(0.0, (self._end_frame - self._frame) / self.device_rate) + (
                 0.02 if pending else 0.0)
 
@@ -416,4 +363,4 @@ class Playout:
     def drained(self) -> bool:
         """True when everything received has been rendered (resampler tail included)."""
         with self._lock:
-            return not self._blocks and self._resampler is None
+            return not self._blocks and not self._resampler.pending

@@ -1,0 +1,162 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""Loading a hayakoe speaker the node's way, and naming what was loaded (no ROS imports).
+
+:func:`load` checks the device, builds hayakoe's ``TTS`` and speaker with the ONNX
+Runtime settings of :class:`~.hayakoe_engine.HayakoeEngine` (threads, spinning, the
+optimised model copies, the two-stage synthesizer) and reports every failure as an
+:class:`~.base.EngineLoadError`; :func:`model_identity` names the loaded model (its
+files: :func:`model_files`) for caches of its audio.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import logging
+import os
+from typing import Callable
+
+from . import hayakoe_internals as hk
+from . import hayakoe_staged, memory, ort_cache, ort_session
+from .base import EngineLoadError
+
+_LOG = logging.getLogger(__name__)
+
+#: Default model repository of hayakoe (Hugging Face), used when no source is given.
+DEFAULT_SOURCE = 'hf://lemondouble/hayakoe'
+
+
+def check_cuda(device: str) -> None:
+    """Raise :class:`EngineLoadError` unless PyTorch can use ``device`` (``cuda[:N]``)."""
+    try:
+        import torch
+    except ImportError as exc:
+        raise EngineLoadError(
+            f"device '{device}' needs PyTorch with CUDA, which is not installed "
+            "(pip install 'hayakoe[gpu]' and a CUDA build of torch); use device 'cpu' for "
+            'ONNX Runtime') from exc
+    if not torch.cuda.is_available():
+        raise EngineLoadError(
+            f"device '{device}' requested but CUDA is not available to torch "
+            f'{torch.__version__} (no GPU, driver, or a CPU-only build); use device '
+            "'cpu' for ONNX Runtime")
+    index = int(device.split(':', 1)[1]) if ':' in device else 0
+    if index >= torch.cuda.device_count():
+        raise EngineLoadError(f"device '{device}' does not exist: torch sees "
+                              f'{torch.cuda.device_count()} CUDA device(s)')
+
+
+def source_uri(uri: str) -> str:
+    """Normalise a source URI: empty -> hayakoe's default repo; ``file://`` kept as is."""
+    uri = (uri or '').strip()
+    return uri or DEFAULT_SOURCE
+
+
+def load(speaker: str, device: str, *, speaker_source: str, bert_source: str,
+         cache_dir: str, num_threads: int, compile: bool,
+         allocator: memory.AllocatorSettings, trim: bool, optimized_models: bool,
+         allow_spinning: bool, first_window_s: float,
+         release: Callable[[], None]) -> tuple:
+    """Load the hayakoe speaker ``speaker`` on ``device``, its sessions built the node's way.
+
+    The arguments are :class:`~.hayakoe_engine.HayakoeEngine`'s (``num_threads`` an int,
+    ``trim`` already off on CUDA); ``release`` gives freed heap memory back to the system
+    and is called by the two-stage synthesizer's build.
+
+    Returns:
+        ``(tts, speaker, staged)``: hayakoe's ``TTS`` and ``Speaker``, and the two-stage
+        synthesizer in hayakoe's place (:class:`~.windowed_decoder.StagedSynthesizer`), or
+        None for whole segments (CUDA, ``first_window_s`` 0, or a graph that cannot be
+        cut).
+
+    Raises:
+        EngineLoadError: hayakoe is not installed, the device is not supported or not
+            available, or the model cannot be loaded; the message names the cause.
+        RuntimeError: the installed hayakoe's internals changed
+            (:func:`~.hayakoe_internals.check_compatible`).
+    """
+    try:
+        from hayakoe import TTS
+    except ImportError as exc:
+        raise EngineLoadError(f'hayakoe is not installed: {exc}') from exc
+    hk.check_compatible()
+    if not device.startswith('cuda') and device != 'cpu':
+        raise EngineLoadError(f"device '{device}' is not supported; use 'cpu' or 'cuda'")
+    if device.startswith('cuda'):
+        check_cuda(device)
+    elif not allocator.is_default:
+        # Before anything big is allocated: glibc has no env var we could still set.
+        applied = memory.configure_allocator(allocator)
+        _LOG.debug('allocator %s: %s', allocator.describe(),
+                   'set' if applied else 'not set (not glibc)')
+    kwargs = {'device': device, 'bert_source': source_uri(bert_source)}
+    if cache_dir:
+        kwargs['cache_dir'] = os.path.expanduser(cache_dir)
+    try:
+        if device.startswith('cuda') and num_threads > 0:
+            import torch
+
+            torch.set_num_threads(num_threads)
+        # A tokenizer left by an earlier engine in this process would be reused.
+        hk.unload_globals()
+        tts = TTS(**kwargs).load(speaker, source=source_uri(speaker_source))
+        after = memory.release_free_memory if trim else None
+        source = None
+        if optimized_models and device == 'cpu':
+            cache = ort_cache.OptimizedModelCache(
+                os.path.join(hk.cache_dir(tts), 'hayakoe_ros', 'ort-optimized'))
+            source = cache.session_source
+        hooks: dict = {'num_threads': num_threads, 'after_session': after,
+                       'model_source': source, 'allow_spinning': bool(allow_spinning)}
+        with ort_session.onnx_session_hooks(**hooks):
+            tts.prepare(warmup=device.startswith('cuda'), compile=bool(compile))
+        loaded = tts.speakers[speaker]
+        staged = None
+        if device == 'cpu' and first_window_s:
+            staged = hayakoe_staged.stage_synthesizer(tts, loaded, hooks, release)
+    except Exception as exc:  # hayakoe raises many types: report them all the same way
+        cause = ' '.join(str(exc).split())  # hayakoe's messages span several lines
+        raise EngineLoadError(
+            f"cannot load hayakoe speaker '{speaker}' from "
+            f"'{source_uri(speaker_source)}' (BERT from '{source_uri(bert_source)}') "
+            f'on {device}: {type(exc).__name__}: {cause}') from exc
+    return tts, loaded, staged
+
+
+def model_files(tts, speaker) -> list:
+    """Return the paths of the files the loaded model was read from.
+
+    Those under :func:`~.hayakoe_internals.model_dirs`: the speaker's directory (config,
+    style vectors, synthesizer, duration predictor) and the BERT directories (model and
+    tokenizer) of its backend. Sorted, absolute; files that cannot be listed are left out.
+    """
+    found: set = set()
+    for d in hk.model_dirs(tts, speaker):
+        try:
+            found.update(os.path.abspath(os.path.join(root, f))
+                         for root, _, files in os.walk(os.fspath(d)) for f in files)
+        except OSError:
+            continue
+    return sorted(found)
+
+
+def model_identity(tts, speaker, device: str, speaker_name: str) -> str:
+    """Device, hayakoe version and the model files (name, size, mtime), hashed.
+
+    Returns:
+        ``<speaker_name>@<device>:<16 hex digits>``.
+    """
+    try:
+        version = importlib.metadata.version('hayakoe')
+    except importlib.metadata.PackageNotFoundError:
+        version = '?'
+    parts = [device, version]
+    for path in model_files(tts, speaker):
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        parts.append(f'{path}:{st.st_size}:{st.st_mtime_ns}')
+    digest = hashlib.sha256('\n'.join(parts).encode('utf-8')).hexdigest()[:16]
+    return f'{speaker_name}@{device}:{digest}'
