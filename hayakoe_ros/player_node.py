@@ -42,7 +42,7 @@ from std_msgs.msg import String
 from .node.param_spec import Apply, ParameterSpec, declare_specs
 from .node.runner import run
 from .node.status import publish_status
-from .player.decode import decode
+from .node.decode import decode
 from .player.device import DeviceError, Player, PlayerConfig
 from .player.marks import MarkFollower, parse_mark
 

@@ -34,7 +34,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 from unique_identifier_msgs.msg import UUID
 
-from ..player.decode import decode
+from .decode import decode
 from ..speech.relay import RemoteAudio, RemoteEnd, RemoteMark, RemoteUnavailable
 from .parameters import RATE_RANGE
 
