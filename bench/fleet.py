@@ -245,7 +245,7 @@ def claims(a: dict) -> list:
         [f'{n} robots at once: CPU s per audio s, fleet / alone (same claim, load-robust)',
          report.fmt(a['cpu_x'], digits=3), f"≤ {1 / TARGETS['throughput_x']:.3f}",
          report.status(a['cpu_x']['median'], 1 / TARGETS['throughput_x'], False)],
-        ['a robot relaying the host: its TTFA - the host\'s own (ms)',
+        ["a robot relaying the host: its TTFA - the host's own (ms)",
          report.fmt(a['relay_extra_ms'], digits=0), f"≤ {TARGETS['relay_extra_ms']:g}",
          report.status(a['relay_extra_ms']['median'], TARGETS['relay_extra_ms'], False)],
         [f'peak RSS tts_fleet ({n} robots) / one tts_node',
