@@ -300,7 +300,7 @@ def test_a_streamed_reply_is_one_utterance_that_waits_for_its_pieces(rig):
         if not fragment:
             tail = assembler.flush()
             assert tail is None
-            r.sched.end_stream(utt)
+            utt.close_stream()
             break
         for start, piece in assembler.add(fragment):
             _, segments = prepare(piece, 2000, 60)
@@ -309,7 +309,7 @@ def test_a_streamed_reply_is_one_utterance_that_waits_for_its_pieces(rig):
                 utt = r.sched.submit(segments, VoiceParams(), text=assembler.text,
                                      source=assembler.text, streaming=True)
             else:
-                r.sched.extend(utt, segments, assembler.text)
+                utt.extend(segments, assembler.text)
         # While the reply is open the utterance waits for its next piece: never done.
         assert utt is None or not utt.done
     assert utt.wait(REAL_TIMEOUT_S) and utt.outcome is Outcome.SUCCEEDED
@@ -466,8 +466,8 @@ def test_an_urgent_text_between_two_pieces_of_a_stream_lets_the_reply_go_on(rig)
     assert urgent.wait(REAL_TIMEOUT_S) and urgent.outcome is Outcome.SUCCEEDED
     text = first + 'たなま。'
     _, more = prepare('たなま。', 2000, 60)
-    r.sched.extend(reply, shift_segments(more, len(first)), text)
-    r.sched.end_stream(reply)
+    reply.extend(shift_segments(more, len(first)), text)
+    reply.close_stream()
     assert reply.wait(REAL_TIMEOUT_S) and reply.outcome is Outcome.SUCCEEDED
     assert reply.heard == text
     words = [m.value for m in r.marks('word')]

@@ -195,8 +195,8 @@ class SpeechScheduler(Publishing, ThreadGuard):
             key: The caller's name for the utterance (marks, logs); '' = its number.
             source: The text as the caller sent it, to which the segments' word offsets
                 refer (what was heard is a prefix of it); '' = ``text``.
-            streaming: More segments will come (:meth:`extend`; a streamed reply): the
-                utterance ends only after :meth:`end_stream`.
+            streaming: More segments will come (a streamed reply: ``Utterance.extend``,
+                from any thread): the utterance ends only after ``Utterance.close_stream``.
             urgent: Speak it next, ahead of the line, whatever ``queue_policy``: the one
                 speaking stops within a chunk and, with ``resume``, goes on after it from
                 the start of the sentence that was cut (else it is canceled,
@@ -244,21 +244,6 @@ class SpeechScheduler(Publishing, ThreadGuard):
                 self._fade_out(*suspended)
         for victim in victims:
             self.cancel(victim, CancelReason.INTERRUPTED)
-
-    def extend(self, utt: Utterance, segments: Sequence[Segment], source: str) -> None:
-        """Add a streamed reply's next segments (``submit(..., streaming=True)``).
-
-        They are spoken after the ones it has, with the predicted pause between, as one
-        utterance. ``source``: the reply's whole text so far (their word offsets' origin).
-
-        Raises:
-            RuntimeError: the stream was ended (:meth:`end_stream`).
-        """
-        utt.extend(list(segments), source)
-
-    def end_stream(self, utt: Utterance) -> None:
-        """No more segments for a streamed reply: it ends after those it has."""
-        utt.close_stream()
 
     def cancel(self, utt: Utterance, reason: CancelReason) -> bool:
         """Cancel one utterance. When this returns, none of its chunks reach the sink.
