@@ -156,6 +156,22 @@ def ros_client(ros_test_domain):
 
 
 @pytest.fixture
+def netns_link():
+    """A host and a robot network namespace joined by a veth link (test/netns.py).
+
+    Multicast is blocked on the link, as on Wi-Fi. Skips where namespaces cannot be made
+    (not root, no ``ip``). On teardown the namespaces are removed with every process in
+    them, and the test errors if anything of them is left.
+    """
+    import netns
+
+    with netns.pair() as link:
+        yield link
+    left = link.leftovers()
+    assert not left, f'left behind by the network namespaces: {left}'
+
+
+@pytest.fixture
 def read_only_view(tmp_path):
     """``view(src) -> path``: ``src`` seen through a read-only bind mount (root needed).
 
