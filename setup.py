@@ -16,7 +16,8 @@ setup(
         ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE_NAME]),
         ('share/' + PACKAGE_NAME, ['package.xml']),
         ('share/' + PACKAGE_NAME + '/launch', glob('launch/*.launch.py')),
-        ('share/' + PACKAGE_NAME + '/config', glob('config/*.yaml')),
+        # Parameters (tts.yaml) and the Fast DDS discovery profile for Wi-Fi fleets.
+        ('share/' + PACKAGE_NAME + '/config', glob('config/*.yaml') + glob('config/*.xml')),
     ],
     install_requires=['setuptools'],
     zip_safe=True,

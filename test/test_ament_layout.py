@@ -87,7 +87,7 @@ def test_installed_say_runs():
     assert 'usage:' in result.stdout and '--output' in result.stdout
 
 
-@pytest.mark.parametrize('pattern', ['launch/*.launch.py', 'config/*.yaml'])
+@pytest.mark.parametrize('pattern', ['launch/*.launch.py', 'config/*.yaml', 'config/*.xml'])
 def test_ros2_launch_finds_every_share_file(pattern):
     files = sorted(REPO.glob(pattern))
     assert files, pattern

@@ -88,7 +88,7 @@ def test_install_tree_is_what_ros2_run_and_launch_read(workspace):
         assert exe.is_file() and os.access(exe, os.X_OK), exe
     share = prefix / 'share' / PACKAGE
     for rel in ['package.xml'] + [f'launch/{p.name}' for p in REPO.glob('launch/*.py')] \
-            + [f'config/{p.name}' for p in REPO.glob('config/*.yaml')]:
+            + [f'config/{p.name}' for p in sorted(REPO.glob('config/*')) if p.is_file()]:
         assert (share / rel).is_file(), rel
         # ros2launch's search: os.walk of the share directory, links to dirs not followed.
         hits = [Path(root) / f for root, _dirs, files in os.walk(share) for f in files
