@@ -106,6 +106,17 @@ def remove_stale() -> list:
     return stale
 
 
+def environ(changes: Optional[dict] = None) -> dict:
+    """``os.environ`` (the test's: ROS_DOMAIN_ID...) with ``changes``; None unsets a name."""
+    env = dict(os.environ)
+    for key, value in (changes or {}).items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return env
+
+
 def unavailable() -> Optional[str]:
     """Why namespaces cannot be made here, or None if they can."""
     if shutil.which('ip') is None or shutil.which('tc') is None:
@@ -195,12 +206,11 @@ class Link:
 
     def popen(self, name: str, args: Sequence[str], env: Optional[dict] = None,
               **kwargs) -> subprocess.Popen:
-        """Start ``args`` in namespace ``name`` with ``os.environ`` plus ``env``.
+        """Start ``args`` in namespace ``name`` with :func:`environ` of ``env``.
 
         ``ip netns exec`` execs the command in place: the child's pid is the program's.
         """
-        proc = subprocess.Popen([*self.prefix(name), *args],
-                                env=dict(os.environ, **(env or {})), **kwargs)
+        proc = subprocess.Popen([*self.prefix(name), *args], env=environ(env), **kwargs)
         self.procs.append(proc)
         return proc
 
@@ -208,7 +218,7 @@ class Link:
             env: Optional[dict] = None) -> subprocess.CompletedProcess:
         """Run ``args`` in namespace ``name`` to completion; return the result."""
         return subprocess.run([*self.prefix(name), *args], capture_output=True, text=True,
-                              timeout=timeout, env=dict(os.environ, **(env or {})))
+                              timeout=timeout, env=environ(env))
 
     def cut(self) -> None:
         """Take the link down (both ends): nothing crosses until :meth:`restore`."""
