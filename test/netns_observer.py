@@ -21,10 +21,12 @@ so times from both sides of the link compare directly)::
 * ``--strings TOPIC`` (``std_msgs/String``): ``{"ev": "string", "topic", "data"}``;
   ``--talk TOPIC`` publishes ``std_msgs/String`` ``"<n>"`` every 0.2 s (discovery checks);
 * ``--action ACTION``: a ``TTS`` action client made at start, so that its endpoints are
-  discovered with the rest; ``{"ev": "server", "action"}`` once the server is found;
+  discovered with the rest (``{"ev": "server", "action"}`` once the server is found),
+  and a subscription to its feedback topic: ``{"ev": "feedback", "action", "goal", "n",
+  "crc", "stamp"}`` per chunk of any goal;
 * commands on stdin, one JSON object a line: ``{"say": ACTION, "text": ...}`` sends a
-  goal (``sent`` just before it goes out, with ``wall`` in ns, ``accepted``, ``feedback`` with
-  ``n``/``crc``/``stamp`` per chunk, ``result`` with ``status`` and ``text``);
+  goal through ACTION's client (``sent`` just before it goes out, with ``wall`` in ns,
+  ``accepted`` with ``goal``, ``result`` with ``status`` and ``text``);
   ``{"quit": true}`` exits.
 
 The process exits by itself after ``--lifetime`` seconds, so an orphan never outlives a
@@ -211,12 +213,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             pub.publish(String(data=str(count[0])))
         node.create_timer(0.2, talk)
 
-    def action_client(action: str) -> ActionClient:
-        # The feedback reader's default keep-last 10 loses chunks whenever this process
-        # falls ten messages behind; it must hear every one, as the audio reader does.
-        return ActionClient(node, TTS, action, feedback_sub_qos_profile=qos)
+    def on_feedback(action: str):
+        def callback(msg) -> None:
+            n, crc = _samples(msg.feedback.audio)
+            _emit(out, 'feedback', action=action, goal=bytes(msg.goal_id.uuid).hex(), n=n,
+                  crc=crc, stamp=_stamp_ns(msg.feedback.audio))
+        return callback
 
-    clients = {action: action_client(action) for action in args.action}
+    clients: dict = {}
+    for action in args.action:
+        clients[action] = ActionClient(node, TTS, action)
+        # The feedback is heard on the action's feedback topic itself, not through the
+        # client's callback: rclpy's client forgets a goal's feedback callback when its
+        # result arrives, and the feedback it takes after that (this process lagging
+        # behind the stream) is dropped: the last chunks went missing now and then.
+        node.create_subscription(TTS.Impl.FeedbackMessage, f'{action}/_action/feedback',
+                                 on_feedback(action), qos)
 
     def find_servers() -> None:
         for action, client in clients.items():
@@ -228,15 +240,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     def say(action: str, text: str) -> None:
         client = clients.get(action)
         if client is None:
-            client = clients[action] = action_client(action)
-            if not client.wait_for_server(timeout_sec=60.0):
-                _emit(out, 'error', action=action, what='no action server')
-                return
-
-        def on_feedback(fb) -> None:
-            n, crc = _samples(fb.feedback.audio)
-            _emit(out, 'feedback', action=action, n=n, crc=crc,
-                  stamp=_stamp_ns(fb.feedback.audio))
+            _emit(out, 'error', action=action, what='not an --action of this observer')
+            return
 
         def on_result(future) -> None:
             result = future.result()
@@ -245,13 +250,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
         def on_response(future) -> None:
             handle = future.result()
-            _emit(out, 'accepted', action=action, accepted=bool(handle.accepted))
+            _emit(out, 'accepted', action=action, accepted=bool(handle.accepted),
+                  goal=bytes(handle.goal_id.uuid).hex())
             if handle.accepted:
                 handle.get_result_async().add_done_callback(on_result)
 
         _emit(out, 'sent', action=action, wall=time.time_ns())
-        client.send_goal_async(TTS.Goal(text=text), feedback_callback=on_feedback
-                               ).add_done_callback(on_response)
+        client.send_goal_async(TTS.Goal(text=text)).add_done_callback(on_response)
 
     def commands() -> None:
         for line in sys.stdin:
@@ -259,9 +264,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if command.get('quit'):
                 break
             if 'say' in command:
-                # Its own thread: waiting for one server must not hold the next command.
-                threading.Thread(target=say, args=(command['say'], command['text']),
-                                 daemon=True).start()
+                say(command['say'], command['text'])
         stop.set()
 
     threading.Thread(target=commands, daemon=True).start()
