@@ -13,7 +13,6 @@ when it is not; README's two remedies, the shipped Fast DDS profile
 from __future__ import annotations
 
 import functools
-import os
 from pathlib import Path
 import shutil
 import subprocess
@@ -37,11 +36,12 @@ PROFILE_ENV = {'FASTDDS_DEFAULT_PROFILES_FILE': str(PROFILE),
                'ROS_AUTOMATIC_DISCOVERY_RANGE': 'SYSTEM_DEFAULT'}
 
 
-def env(base: dict, **extra: str) -> dict:
-    """``os.environ`` with ``base`` and ``extra``, without another profile or peers."""
-    out = {k: v for k, v in os.environ.items()
-           if k not in ('FASTDDS_DEFAULT_PROFILES_FILE', 'ROS_STATIC_PEERS')}
-    return {**out, **base, **extra}
+def env(base: dict, **extra) -> dict:
+    """Changes to the test's environment: ``base``, ``extra``, no other profile or peers.
+
+    As :func:`netns.environ` reads them: None unsets a name.
+    """
+    return {'FASTDDS_DEFAULT_PROFILES_FILE': None, 'ROS_STATIC_PEERS': None, **base, **extra}
 
 
 def talk_and_listen(link, host_env: dict, robot_env: dict) -> tuple:
@@ -78,6 +78,21 @@ def test_a_remedy_finds_the_host_without_multicast(netns_link, remedy):
     stats = link.stats(link.host), link.stats(link.robot)
     # Neither side sent a multicast packet (each would have been dropped and counted).
     assert [s['mcast_dropped'] for s in stats] == [0, 0], stats
+
+
+def test_the_profile_with_the_range_unset_also_announces_by_multicast(netns_link):
+    """Why README says SYSTEM_DEFAULT: unset (SUBNET), rmw_fastrtps adds the group."""
+    link = netns_link
+    unset = dict(PROFILE_ENV, ROS_AUTOMATIC_DISCOVERY_RANGE=None)
+    talker, listener = talk_and_listen(link, env(unset, HAYAKOE_FLEET_PEER='127.0.0.1'),
+                                       env(unset, HAYAKOE_FLEET_PEER=link.host_ip))
+    try:
+        listener.wait(heard, 30, 'message from the host')
+        listener.wait(lambda o: link.stats(link.robot)['mcast_dropped'] > 0, 30,
+                      'a multicast announcement')
+    finally:
+        talker.close()
+        listener.close()
 
 
 def test_default_discovery_fails_once_multicast_is_blocked(netns_link):
