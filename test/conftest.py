@@ -198,3 +198,30 @@ def read_only_view(tmp_path):
     yield view
     for dst in mounted:
         subprocess.run(['umount', str(dst)], capture_output=True, timeout=30)
+
+
+@pytest.fixture
+def spawn(netns_link):
+    """``spawn(namespace, *args) -> Observer``: an observer there, closed after the test.
+
+    It runs test/netns_observer.py in that namespace with the discovery profile's
+    environment (its peer: the host's address from the robot, loopback on the host).
+    """
+    import functools
+
+    from fleet_net import profile_env
+    from netns_observer import Observer
+
+    link = netns_link
+    started: list = []
+
+    def start(name: str, *args: str) -> Observer:
+        peer = '127.0.0.1' if name == link.host else link.host_ip
+        obs = Observer(functools.partial(link.popen, name, env=profile_env(peer)),
+                       [*args, '--lifetime', '300'])
+        started.append(obs)
+        return obs
+
+    yield start
+    for obs in started:
+        obs.close()

@@ -14,34 +14,21 @@ traffic crosses the link rather than shared memory (test/netns.py).
 
 from __future__ import annotations
 
-import functools
-from pathlib import Path
 import time
 from typing import Callable
 
-from action_msgs.msg import GoalStatus
 import pytest
 
+from fleet_net import READY_S, profile_env, succeeded
 from netns_observer import Observer
 from ros_utils import CHUNK, NodeProcess, tiny_params
 from tools.node_process import FLEET_COMMAND
 
 pytestmark = pytest.mark.ros
 
-REPO = Path(__file__).resolve().parents[1]
-PROFILE = REPO / 'config' / 'fastdds_fleet_peers.xml'
-READY_S = 120.0
-#: Seconds a goal may take, from sending to its result (a few seconds of speech).
-GOAL_S = 90.0
 SHORT = 'こんにちは。ネットワークの向こうから話しています。'
 LONG = ('今日は細い回線の向こうから長めのお知らせをします。音声は一秒に七百キロビットほど'
         '必要です。最後の音まで時間通りに届くでしょうか。')
-
-
-def profile_env(peer: str) -> dict:
-    """The environment README gives a machine whose fleet peer is ``peer``."""
-    return {'FASTDDS_DEFAULT_PROFILES_FILE': str(PROFILE),
-            'ROS_AUTOMATIC_DISCOVERY_RANGE': 'SYSTEM_DEFAULT', 'HAYAKOE_FLEET_PEER': peer}
 
 
 @pytest.fixture
@@ -55,24 +42,6 @@ def fleet(netns_link, tiny_model_root, tmp_path):
     node.wait_for_log('fleet ready:', READY_S)
     yield node
     assert node.stop() == 0, node.log()
-
-
-@pytest.fixture
-def spawn(netns_link):
-    """``spawn(namespace, *args) -> Observer``: an observer there, closed after the test."""
-    link = netns_link
-    started: list = []
-
-    def start(name: str, *args: str) -> Observer:
-        peer = '127.0.0.1' if name == link.host else link.host_ip
-        obs = Observer(functools.partial(link.popen, name, env=profile_env(peer)),
-                       [*args, '--lifetime', '300'])
-        started.append(obs)
-        return obs
-
-    yield start
-    for obs in started:
-        obs.close()
 
 
 def matched(fleet: NodeProcess, topic: str, count: int, timeout: float = 60.0) -> None:
@@ -100,13 +69,6 @@ def wait_equal(counts: Callable[[], list], timeout: float, what: str) -> None:
             return
         time.sleep(0.05)
     raise AssertionError(f'{what}: counts {counts()} did not settle equal in {timeout} s')
-
-
-def succeeded(obs: Observer, action: str) -> None:
-    """Wait for the result of ``obs``'s goal on ``action``; it must have succeeded."""
-    obs.wait(lambda o: o.of('result', action=action), GOAL_S, f'the result of {action}')
-    result = obs.of('result', action=action)[0]
-    assert result['status'] == GoalStatus.STATUS_SUCCEEDED, result
 
 
 def test_a_robot_hears_every_chunk_as_soon_as_the_host_does(netns_link, fleet, spawn):
