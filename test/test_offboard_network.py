@@ -77,10 +77,9 @@ def speak_and_break(obs, robot: NodeProcess, breaking) -> float:
     broke = time.monotonic()
     obs.wait(lambda o: len(o.of('result')) > results, GOAL_S, 'the long goal')
     assert obs.of('result')[-1]['status'] == 4, obs.of('result')[-1]  # SUCCEEDED
-    assert 'then onboard from segment' in robot.log()[mark:], robot.log()[mark:]
-    cut = int(re.search(r'then onboard from segment (\d+)/',
-                        robot.log()[mark:]).group(1))
-    assert cut >= 2, 'the first sentence was relayed whole and must not come again'
+    found = re.search(r'then onboard from segment (\d+)/', robot.log()[mark:])
+    assert found, robot.log()[mark:]
+    assert int(found.group(1)) >= 2, 'the first sentence was relayed whole and must not come again'
     return broke
 
 

@@ -11,7 +11,12 @@ goal, with the caller's text as sent, the speaking rate of the utterance and vol
 * the host's speech marks, JSON on the ``marks`` topic beside the action (``/fleet/r1/marks``),
   those whose ``utterance`` is the goal's id (the host names a goal's marks by its UUID in
   32 hex digits) -> marks, timed by their ``time`` (ms from the host's first sample);
-* the goal's result, or its rejection -> the end.
+* the goal's end, from its status (the action's status topic), or its rejection -> the
+  end; for a goal that failed, its result's text says why. The result is requested only
+  once the relay is done with the goal: rclpy's action client forgets a goal's feedback
+  callback when the result arrives, and result and feedback travel separately, so a
+  chunk still on its way would be lost (seen under load); requesting it at the end also
+  frees that callback.
 
 Threads: :meth:`OffboardVoice.call` and :meth:`RemoteCall.cancel` run on the scheduler's
 synthesis thread; the goal response, feedback, result and marks callbacks on the node's
@@ -59,9 +64,12 @@ class _Call:
         self._lock = threading.Lock()
         self._handle = None
         self._given_up = False
+        self._ended = False  # the goal's end was seen (its status)
+        self._result_asked = False
 
     def get(self, timeout: float) -> Optional[object]:
         """The next event, or None after ``timeout`` s (see :class:`.relay.RemoteCall`)."""
+        self._check_status()
         try:
             return self._events.get(timeout=max(0.0, timeout))
         except queue.Empty:
@@ -78,10 +86,35 @@ class _Call:
             self._owner.wake()
 
     def close(self) -> None:
-        """The relay is done with this call: route nothing more to it."""
+        """The relay is done with this call: route nothing more to it; free the goal."""
         with self._lock:
             self._given_up = True
+            handle = self._handle
         self._owner.forget(self.key)
+        if handle is not None:
+            self._ask_result(handle)
+
+    def _ask_result(self, handle) -> None:
+        """Request the goal's result once (its answer frees rclpy's feedback callback)."""
+        with self._lock:
+            if self._result_asked:
+                return
+            self._result_asked = True
+        handle.get_result_async().add_done_callback(self.on_result)
+        self._owner.wake()
+
+    def _check_status(self) -> None:
+        """Turn the goal's terminal status, once seen, into the end (synthesis thread)."""
+        handle = self._handle
+        if handle is None or self._ended:
+            return
+        status = handle.status
+        if status == GoalStatus.STATUS_SUCCEEDED:
+            self._ended = True
+            self._queue(RemoteEnd(True))
+        elif status in (GoalStatus.STATUS_ABORTED, GoalStatus.STATUS_CANCELED):
+            self._ended = True
+            self._ask_result(handle)  # its text says why
 
     def _queue(self, event: object) -> None:
         """Queue an event unless the call was given up (the queue is unbounded)."""
@@ -103,8 +136,7 @@ class _Call:
             given_up = self._given_up
         if given_up:  # the robot gave it up before the host answered
             handle.cancel_goal_async()
-            return
-        handle.get_result_async().add_done_callback(self.on_result)
+            self._ask_result(handle)
 
     def on_feedback(self, feedback) -> None:
         """One chunk of the host's audio (executor thread)."""
@@ -124,13 +156,11 @@ class _Call:
                             str(obj.get('value', ''))))
 
     def on_result(self, future) -> None:
-        """The goal's end (executor thread)."""
+        """The goal's result (executor thread): why it failed, when it did."""
         response = future.result()
         if response is None:
             self._queue(RemoteEnd(False, 'the result request failed'))
-        elif response.status == GoalStatus.STATUS_SUCCEEDED:
-            self._queue(RemoteEnd(True))
-        else:
+        elif response.status != GoalStatus.STATUS_SUCCEEDED:
             state = _STATUS.get(response.status, str(response.status))
             self._queue(RemoteEnd(False, f'the host goal was {state}: {response.result.text}'))
 
