@@ -16,6 +16,8 @@ from __future__ import annotations
 import threading
 import time
 
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+
 #: Marker hops: the second is queued by the first, after whatever ran alongside it.
 _HOPS = 2
 
@@ -56,5 +58,20 @@ def caught_up(executor, timeout: float, *, spin: bool = False) -> bool:
         left = deadline - time.monotonic()
         if left <= 0:
             return False
-        executor.spin_once(timeout_sec=min(0.05, left))
+        spin_once(executor, min(0.05, left))
     return True
+
+
+def spin_once(executor, timeout: float) -> None:
+    """One ``executor.spin_once(timeout_sec=timeout)`` from the thread that spins it.
+
+    A lifecycle transition running on another executor thread may destroy an entity
+    (a publisher and its event handlers, at cleanup) while this thread adds it to its wait
+    set; rclpy then raises ``InvalidHandle`` ("cannot use Destroyable because destruction
+    was requested") out of the wait, once: the next wait no longer sees the entity. That
+    is not an error of the node's, so it is absorbed here rather than end the process.
+    """
+    try:
+        executor.spin_once(timeout_sec=timeout)
+    except _rclpy.InvalidHandle:
+        pass

@@ -33,7 +33,7 @@ from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.signals import SignalHandlerOptions
 
-from .executor_wait import caught_up
+from .executor_wait import caught_up, spin_once
 
 #: Longest wait for goal results and service responses to go out before an action server
 #: or the process goes away (s); the wait ends as soon as they have
@@ -59,7 +59,7 @@ def _spin_for(executor, seconds: float) -> None:
     """Spin ``executor`` from this thread for ``seconds`` (monotonic) or until rclpy ends."""
     until = time.monotonic() + seconds
     while rclpy.ok() and time.monotonic() < until:
-        executor.spin_once(timeout_sec=0.05)
+        spin_once(executor, 0.05)
 
 
 def _bring_up(node, failed: threading.Event, stop: threading.Event) -> None:
@@ -112,7 +112,7 @@ def run(factory: Callable, args=None, num_threads: int = 4) -> int:
                                         name='autostart', daemon=True)
             bring_up.start()
         while not stop.is_set() and not node.finalized.is_set() and rclpy.ok():
-            executor.spin_once(timeout_sec=0.1)
+            spin_once(executor, 0.1)
         code = 1 if failed.is_set() else 0
         if bring_up is not None and bring_up.is_alive():
             # Interrupted during the load: a model load in C cannot be cut short, and the
@@ -126,7 +126,7 @@ def run(factory: Callable, args=None, num_threads: int = 4) -> int:
             node.prepare_shutdown()
             deadline = time.monotonic() + GOALS_END_TIMEOUT_S
             while node.goals_running() and time.monotonic() < deadline:
-                executor.spin_once(timeout_sec=0.05)
+                spin_once(executor, 0.05)
             # Results go out in executor tasks queued when each execute callback returns.
             caught_up(executor, RESULT_FLUSH_TIMEOUT_S, spin=True)
             if had_goals:
