@@ -41,7 +41,7 @@ from .audio import apply_gain_and_limit, to_int16
 from .growth import Pacing
 from .marks import Mark, heard_ends
 from .synthesis import Put, SegmentPCM, synthesize_utterance
-from .track import FADE_S
+from .track import FADE_S, fade_ramp
 from .utterance import Attempt, Utterance, resume_index
 
 _LOG = logging.getLogger(__name__)
@@ -391,9 +391,8 @@ class _Stream:
     def cut(self, reason: str, put: Put, clock: Callable[[], float]) -> _Relayed:
         """The host failed: end the relayed audio under a fade; say where to go on."""
         if self.handed or self.tail.size:
-            n = self.tail.size
-            ramp = 0.5 + 0.5 * np.cos(np.pi * (np.arange(n) + 1.0) / max(1, n))
-            if not self._hand((self.tail * ramp).astype(np.float32), False, clock(), put):
+            faded = (self.tail * fade_ramp(self.tail.size)).astype(np.float32)
+            if not self._hand(faded, False, clock(), put):
                 return _Relayed(stopped=True)
         heard = [c for s, c in self.word_ends if s <= self.handed]
         return _Relayed(reason=reason, handed=self.handed, heard_end=max(heard, default=0))

@@ -30,6 +30,11 @@ START_POLL_S = 0.1
 #: longer than a period of the voice's lowest pitch.
 FADE_S = 0.010
 
+def fade_ramp(n: int) -> np.ndarray:
+    """A raised-cosine fall over ``n`` samples (float64 ``(n,)``, from just under 1 to 0)."""
+    return 0.5 + 0.5 * np.cos(np.pi * (np.arange(n) + 1.0) / max(1, n))
+
+
 #: ``emit(track, samples, valid, after, last) -> bool``: see :meth:`Track.play`.
 Emit = Callable[['Track', Optional[np.ndarray], int, np.ndarray, bool], bool]
 
@@ -112,7 +117,7 @@ class Track:
         source = np.concatenate([source, np.full(n - source.size, hold, np.float32)])
         if not np.any(np.abs(source) >= 1.0):
             return []
-        ramp = 0.5 + 0.5 * np.cos(np.pi * (np.arange(n) + 1.0) / n)
+        ramp = fade_ramp(n)
         fade = np.rint(source * ramp).astype(np.int16)
         frames = self.chunker.frames
         out = []
