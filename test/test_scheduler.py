@@ -727,3 +727,43 @@ def test_an_interrupt_cuts_the_speaking_one_even_while_a_cancel_is_finishing(mon
         assert b.id not in chunks[:chunks.index(a.id)]
     finally:
         sched.shutdown()
+
+
+
+def test_an_interrupting_text_not_yet_heard_is_not_cut_by_the_next_of_its_burst():
+    """Texts sent back to back under ``interrupt``: each is spoken, in arrival order.
+
+    The first of a burst cuts the one speaking and the synthesis thread takes it at once;
+    the second arrives before any of the first is published. Cutting the first then lost
+    it unheard (the node spoke the second and third texts of a burst of three, never the
+    first). Once one is heard, the next interrupting text cuts it as before.
+    """
+    from hayakoe_ros.speech.lineup import Lineup
+    from hayakoe_ros.speech.utterance import Utterance
+
+    line = Lineup()
+    made = iter(range(1, 100))
+
+    def utterance(text):
+        _, segments = prepare(text, 1000, 60, 0)
+        return Utterance(next(made), text, segments, VOICE, 1.0, 0.0)
+
+    def admit(utt, policy):
+        return line.admit(utt, QueuePolicy(policy), 16, lambda: None)
+
+    speaking = utterance('いま話している文です。')
+    assert admit(speaking, 'enqueue') == []
+    assert line.take()[0] is speaking
+    speaking.first_audio_at = 0.0  # its first chunk is out: it is heard
+    first, second, third = (utterance(t) for t in ('一つ目。', '二つ目。', '三つ目。'))
+    assert admit(first, 'interrupt') == [speaking] and speaking.halted
+    assert line.take()[0] is first  # in synthesis, nothing of it published yet
+    assert admit(second, 'interrupt') == [] and not first.halted
+    assert admit(third, 'interrupt') == [] and not first.halted
+    line.finished(speaking)
+    line.finished(first)
+    assert line.take()[0] is second
+    second.first_audio_at = 1.0
+    later = utterance('四つ目。')
+    assert admit(later, 'interrupt') == [second] and second.halted
+    assert [line.take()[0] for _ in range(2)] == [third, later]

@@ -41,6 +41,10 @@ class Lineup:
         self._urgent: Set[Utterance] = set()
         # Urgent utterances until they finish: a later urgent one waits for them.
         self._first: Set[Utterance] = set()
+        # Utterances that interrupted a busy line (queue_policy interrupt), until they
+        # finish: one taken but not yet heard is part of the same burst as a later
+        # interrupting one, which goes behind it instead of cutting it unheard.
+        self._burst: Set[Utterance] = set()
 
     @property
     def closed(self) -> bool:
@@ -68,7 +72,8 @@ class Lineup:
         ``enqueue``: at the end, refused when ``max_queue`` already wait behind the one
         speaking. ``interrupt``: at the head, in place of the speaking one (returned, for
         the caller to cancel outside this lock), but behind the interrupting utterances
-        that have not started yet, so that a burst of them is spoken in arrival order;
+        that have not started yet, so that a burst of them is spoken in arrival order
+        (one of the burst already taken but not yet heard is not cut: it goes first);
         utterances synthesised ahead go back in line behind the interrupting ones,
         restarted as new attempts (the synthesis thread may still be writing the old
         ones). ``replace``: the only one in line; the speaking one and every one waiting
@@ -122,6 +127,8 @@ class Lineup:
         victim, ahead = self._interrupt_locked()
         self._put_ahead_locked([utt] + ahead)
         self._urgent.add(utt)
+        if busy:
+            self._burst.add(utt)
         return [victim] if victim is not None else []
 
     def _put_ahead_locked(self, utterances: list) -> None:
@@ -201,11 +208,17 @@ class Lineup:
         if not active:
             return None, []
         current, later = active[0], active[1:]
-        current.halt()  # the synthesis thread drops it at once
+        victim: Optional[Utterance] = current
+        if current in self._burst and current.first_audio_at is None:
+            # An interrupting one taken a moment ago, nothing of it published yet: cutting
+            # it would lose it unheard, so a burst keeps its arrival order.
+            victim = None
+        else:
+            current.halt()  # the synthesis thread drops it at once
         for utt in later:
             utt.restart()
             self._in_flight.remove(utt)
-        return current, later
+        return victim, later
 
     def _replace_locked(self, utt: Utterance) -> List[Utterance]:
         # Halted here, under the lock, so the synthesis thread cannot take one of them
@@ -217,6 +230,7 @@ class Lineup:
             victim.halt()
         self._waiting.clear()
         self._urgent.clear()
+        self._burst.clear()
         self._waiting.append(utt)
         return victims
 
@@ -243,6 +257,7 @@ class Lineup:
             if utt in self._waiting:
                 self._waiting.remove(utt)
             self._urgent.discard(utt)
+            self._burst.discard(utt)
 
     def finished(self, utt: Utterance) -> None:
         """Forget ``utt``: it has its outcome."""
@@ -250,6 +265,7 @@ class Lineup:
             if utt in self._in_flight:
                 self._in_flight.remove(utt)
             self._first.discard(utt)
+            self._burst.discard(utt)
 
     def drain(self) -> List[Utterance]:
         """Empty the waiting line; return it and the utterances in flight (a stop)."""
@@ -258,6 +274,7 @@ class Lineup:
             self._waiting.clear()
             self._urgent.clear()
             self._first.clear()
+            self._burst.clear()
             return victims
 
     def close(self, why: str) -> List[Utterance]:
