@@ -344,3 +344,38 @@ def test_an_urgent_text_while_inactive_is_an_error_with_an_end_mark(ojt_node, ro
     finally:
         assert change_state(ros_client, ojt_node, Transition.TRANSITION_ACTIVATE)
     ros_client.node.destroy_publisher(pub)
+
+
+def test_fragments_and_texts_sent_back_to_back_keep_their_order(ros_client):
+    """A burst with no pause between messages: a reply's words and the texts in order.
+
+    The node's executor runs callbacks on several threads; messages of one topic taken
+    at once on two of them came in the wrong order (a reply heard as それまたでは). Pacing
+    off: the whole reply is synthesised at once, so its heard text comes in soon.
+    """
+    node = NodeProcess({'engine': 'openjtalk', 'pacing': False})
+    try:
+        marks = MarkRecorder(ros_client, node.topic('marks'))
+        deadline = time.monotonic() + 10
+        while marks.sub.get_publisher_count() < 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        stream = _publisher(ros_client, node, 'text_stream')
+        words = ['今日', 'は', 'いい', '天気', 'です', 'ね', '。', 'それ', 'では', 'また', '、',
+                 '明日', 'も', '会い', 'ましょう', '。']
+        reply = ''
+        for i in range(160):
+            stream.publish(String(data=words[i % len(words)]))
+            reply += words[i % len(words)]
+        stream.publish(String(data=''))
+        end = marks.wait_end(timeout=60)
+        assert end['value'] == 'succeeded' and end['heard'] == reply
+        texts = _publisher(ros_client, node, 'text')
+        sent = [f'{i}番です。' for i in range(16)]
+        for text in sent:
+            texts.publish(String(data=text))
+        deadline = time.monotonic() + 60
+        while len(marks.of(kind='end')) < 1 + len(sent) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [m['heard'] for m in marks.of(kind='end')[1:]] == sent
+    finally:
+        assert node.stop() == 0, node.log()

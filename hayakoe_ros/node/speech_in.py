@@ -24,6 +24,7 @@ from __future__ import annotations
 import uuid
 from typing import Callable, Optional
 
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.subscription import Subscription
 from rclpy.timer import Timer
 from std_msgs.msg import String
@@ -50,13 +51,21 @@ class SpeechIn:
         node: The ``TTSNode`` (its ``scheduler``, ``active``, ``lifecycle_label``,
             ``voice(goal_rate)``, ``stats``, ``record(utt, kind)`` and parameters).
         marks: The node's :class:`~.marks_out.MarksOut` (end marks of refused texts).
-        group: The callback group of the subscriptions and the stream timer.
+        group: The callback group of the stream timer.
+
+    Each text subscription has a mutually exclusive group of its own: in the node's
+    reentrant group the executor ran two messages of one topic at once on two threads,
+    which queued topic texts out of order and put a reply's fragments together in the
+    wrong order. The topics stay apart, so an urgent text never waits behind a flood of
+    fragments.
     """
 
     def __init__(self, node, marks: MarksOut, group) -> None:
         self._node = node
         self._marks = marks
         self._group = group
+        self._in_order = {topic: MutuallyExclusiveCallbackGroup()
+                          for topic in ('text', 'text_stream', 'text_urgent')}
         self._subs: list = []
         self._urgent_sub: Optional[Subscription] = None
         self._stream: Optional[StreamIn] = None
@@ -66,7 +75,8 @@ class SpeechIn:
     def open_urgent(self) -> None:
         """Subscribe ``text_urgent`` (at configure: it answers while inactive too)."""
         self._urgent_sub = self._node.create_subscription(
-            String, 'text_urgent', self._on_urgent, BURST_DEPTH, callback_group=self._group)
+            String, 'text_urgent', self._on_urgent, BURST_DEPTH,
+            callback_group=self._in_order['text_urgent'])
 
     def activate(self) -> None:
         """Subscribe ``text`` and ``text_stream`` and start the stream's timeout check."""
@@ -76,10 +86,10 @@ class SpeechIn:
         stream = self._stream
         self._subs = [
             node.create_subscription(String, 'text', self._on_text, BURST_DEPTH,
-                                     callback_group=self._group),
+                                     callback_group=self._in_order['text']),
             node.create_subscription(String, 'text_stream',
                                      lambda msg: stream.fragment(msg.data), BURST_DEPTH,
-                                     callback_group=self._group)]
+                                     callback_group=self._in_order['text_stream'])]
         self._timer = node.create_timer(STREAM_TICK_S, self._stream_tick,
                                         callback_group=self._group)
 
