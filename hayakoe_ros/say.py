@@ -23,7 +23,9 @@ as the node publishes them on ``marks`` (the topic beside the action: ``--action
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 
 
 def main(argv=None) -> int:
@@ -80,12 +82,23 @@ def main(argv=None) -> int:
             print(f'say: {exc}', file=sys.stderr)
             return 1
         return 0
-    try:
-        from .say_client import run  # rclpy: a Ctrl-C may come while it imports
-    except KeyboardInterrupt:
+    # From here a signal only sets a flag: the ROS imports take a few tenths of a second,
+    # and a KeyboardInterrupt raised inside them was swallowed there (measured: a Ctrl-C
+    # 0.15 s after the start was lost and say waited its whole --timeout).
+    stop = threading.Event()
+    caught: list = []
+
+    def on_signal(signum, _frame) -> None:
+        caught.append(signum)
+        stop.set()
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, on_signal)
+    from .say_client import run
+    if stop.is_set():
         print('say: interrupted before anything was sent', file=sys.stderr)
-        return 130
-    return run(args, text, ros_args)
+        return 128 + int(caught[0])
+    return run(args, text, ros_args, stop, caught)
 
 
 if __name__ == '__main__':

@@ -270,18 +270,8 @@ class SayClient(Node):
         raise Interrupted()
 
 
-def run(args, text: str, ros_args: list) -> int:
-    """Speak ``text`` through the node's ``say`` action with the parsed ``args``.
-
-    Returns:
-        The exit status: 0 when the goal succeeded, 1 on an error or another outcome,
-        130 after SIGINT (143 after SIGTERM), its goal canceled.
-    """
-    try:
-        rclpy.init(args=['say'] + ros_args, signal_handler_options=SignalHandlerOptions.NO)
-    except Exception as exc:  # e.g. UnknownROSArgsError: say what, no traceback
-        print(f'say: cannot start ROS: {exc}', file=sys.stderr)
-        return 1
+def _catch_signals() -> tuple:
+    """SIGINT and SIGTERM from now on set an event: return it and the signals' list."""
     stop = threading.Event()
     caught: list = []
 
@@ -291,6 +281,32 @@ def run(args, text: str, ros_args: list) -> int:
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, on_signal)
+    return stop, caught
+
+
+def run(args, text: str, ros_args: list, stop: Optional[threading.Event] = None,
+        caught: Optional[list] = None) -> int:
+    """Speak ``text`` through the node's ``say`` action with the parsed ``args``.
+
+    Args:
+        args: The parsed command line.
+        text: The text to speak.
+        ros_args: ``--ros-args ...`` for ``rclpy.init``.
+        stop: Set by the caller's SIGINT/SIGTERM handler, which appends the signal's
+            number to ``caught``; None: this function installs such a handler.
+        caught: See ``stop``.
+
+    Returns:
+        The exit status: 0 when the goal succeeded, 1 on an error or another outcome,
+        130 after SIGINT (143 after SIGTERM), its goal canceled.
+    """
+    if stop is None or caught is None:
+        stop, caught = _catch_signals()
+    try:
+        rclpy.init(args=['say'] + ros_args, signal_handler_options=SignalHandlerOptions.NO)
+    except Exception as exc:  # e.g. UnknownROSArgsError: say what, no traceback
+        print(f'say: cannot start ROS: {exc}', file=sys.stderr)
+        return 1
     try:
         node = SayClient(args.action, stop, args.marks_topic if args.marks else None,
                          Timeline(args.mark_types) if args.marks else None)

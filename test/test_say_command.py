@@ -152,3 +152,36 @@ def test_ctrl_c_cancels_the_goal_and_exits_130_without_a_traceback(ros_test_doma
     finally:
         ros_client.node.destroy_subscription(rec.sub)
         node.stop()
+
+
+#: Runs ``say`` as its console script does, with an import hook that stands for a library
+#: swallowing a KeyboardInterrupt while the ROS side is imported (what happened to a
+#: Ctrl-C 0.15 s after the start: say went on and waited its whole --timeout).
+_SWALLOWING_START = """
+import os, signal, sys, time
+class Swallow:
+    def find_spec(self, name, path=None, target=None):
+        if name == 'hayakoe_ros.say_client':
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)
+            except BaseException:
+                pass
+        return None
+sys.meta_path.insert(0, Swallow())
+from hayakoe_ros.say import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_ctrl_c_while_say_starts_is_never_lost(ros_test_domain):
+    """SIGINT while the ROS modules import: say exits 130 at once, no traceback."""
+    import time
+
+    started = time.monotonic()
+    out = subprocess.run([sys.executable, '-c', _SWALLOWING_START, '--action', '/nowhere/say',
+                          '--timeout', '30', 'こんにちは。'],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 130, (out.returncode, out.stderr)
+    assert 'interrupted before' in out.stderr and 'Traceback' not in out.stderr, out.stderr
+    assert time.monotonic() - started < 15
