@@ -39,7 +39,8 @@ from ..speech.marks import Mark
 #: Cancel reasons that mean someone interrupted the robot (a barge-in, a newer text, a
 #: stop): the end mark says ``interrupted``. A client's own cancel is ``canceled``; the
 #: node going away, or a failure, ``aborted``.
-INTERRUPTING = frozenset({CancelReason.INTERRUPTED, CancelReason.REPLACED, CancelReason.STOP})
+INTERRUPTING = frozenset({CancelReason.INTERRUPTED, CancelReason.REPLACED, CancelReason.STOP,
+                          CancelReason.URGENT})
 
 #: Kinds whose marks carry a duration.
 TIMED = frozenset({'word', 'phoneme', 'viseme'})

@@ -200,7 +200,7 @@ class SpeechScheduler(Publishing, ThreadGuard):
             urgent: Speak it next, ahead of the line, whatever ``queue_policy``: the one
                 speaking stops within a chunk and, with ``resume``, goes on after it from
                 the start of the sentence that was cut (else it is canceled,
-                :attr:`CancelReason.INTERRUPTED`).
+                :attr:`CancelReason.URGENT`).
             resume: See ``urgent``.
 
         Returns:
@@ -243,7 +243,7 @@ class SpeechScheduler(Publishing, ThreadGuard):
             if suspended is not None:
                 self._fade_out(*suspended)
         for victim in victims:
-            self.cancel(victim, CancelReason.INTERRUPTED)
+            self.cancel(victim, CancelReason.URGENT)
 
     def cancel(self, utt: Utterance, reason: CancelReason) -> bool:
         """Cancel one utterance. When this returns, none of its chunks reach the sink.

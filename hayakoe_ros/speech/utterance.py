@@ -38,6 +38,7 @@ class CancelReason(str, enum.Enum):
     STOP = 'stopped: the queue was flushed by a stop request'
     INTERRUPTED = 'interrupted by a new utterance (queue_policy=interrupt)'
     REPLACED = 'replaced by a newer utterance (queue_policy=replace)'
+    URGENT = 'interrupted by an urgent text (text_urgent, resume_interrupted is false)'
     DEACTIVATED = 'the node was deactivated (lifecycle transition)'
     SHUTDOWN = 'the node is shutting down'
 
