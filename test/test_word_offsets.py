@@ -246,3 +246,23 @@ def test_random_text_never_raises_and_keeps_the_invariants():
         _check(text, segs)
         done += 1
     assert done >= 1000
+
+
+@pytest.mark.parametrize('text', [
+    'URLはhttps://example.com/a?b=1です。詳しくはそちらへ。',
+    'Yahoo!で検索してね。本当?はい!',
+    '値は3.14です。1,000円と2,500円、それと10:30です。'])
+def test_a_streamed_reply_is_never_cut_inside_a_word(text):
+    """Fragments of 1-3 characters: no piece ends inside a word of the whole text.
+
+    A URL with a query (``a?b=1``) is one word; a cut at its ``?`` spoke it as two.
+    """
+    from hayakoe_ros.text.stream import StreamAssembler
+
+    inside = {offset for w in _words(text)[1] for offset in range(w.start + 1, w.end)}
+    for size in (1, 2, 3):
+        assembler = StreamAssembler(60)
+        cuts = []
+        for i in range(0, len(text), size):
+            cuts += [start + len(piece) for start, piece in assembler.add(text[i:i + size])]
+        assert not inside & set(cuts), (size, sorted(inside & set(cuts)))

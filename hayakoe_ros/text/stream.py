@@ -7,7 +7,9 @@ soon as its end has arrived, never waiting for the rest of the reply:
 
 * a **sentence** ends at 。！？!? (with the closing brackets after them, as far as they
   have arrived) or a newline; an ASCII ``.`` only once the next character is known to be
-  whitespace (``3.`` may go on as ``3.14``);
+  whitespace (``3.`` may go on as ``3.14``); an ASCII ``?`` or ``!`` right after an
+  ASCII letter, digit or ``/`` only once the next character is known not to go on with
+  a URL (``example.com/a?`` may go on as ``example.com/a?b=1``, one word);
 * a **clause** mark (、，；, a ``,`` not followed by a digit) ends a piece once the
   piece holds at least :data:`CLAUSE_CHARS` speakable characters, so that a long sentence
   starts to be spoken before its end has been typed;
@@ -43,6 +45,9 @@ WORD_MARGIN = 8
 # terminators after them are taken when they are already there.
 _SENTENCE_RE = re.compile(r'[。．！？!?]+[」』）)\]"\'”’]*|\n+')
 _DOT_RE = re.compile(r'\.(?=\s)')
+# An ASCII ? or ! after these may be inside a URL or a name; what may follow it there.
+_URL_BEFORE = re.compile(r'[A-Za-z0-9/]')
+_URL_AFTER = re.compile(r'[A-Za-z0-9/=&%#_.~+\-]')
 _CLAUSE_RE = re.compile(r'[、，；;]|,(?=[^\d])')
 
 
@@ -94,7 +99,7 @@ class StreamAssembler:
     def _cut(self) -> Optional[int]:
         """Offset into :attr:`text` where the next complete piece ends, or None."""
         pending = self.pending
-        ends = [m.end() for m in _SENTENCE_RE.finditer(pending)]
+        ends = [m.end() for m in _SENTENCE_RE.finditer(pending) if _final(pending, m)]
         ends += [m.end() for m in _DOT_RE.finditer(pending)]
         for m in _CLAUSE_RE.finditer(pending):
             if m.group() == ',' and m.end() >= len(pending):
@@ -114,6 +119,17 @@ class StreamAssembler:
             # one letter); cut it where the front end would cut such a run anyway.
             return self.spoken + len(pending) - WORD_MARGIN
         return None
+
+
+def _final(pending: str, match: re.Match) -> bool:
+    """Whether a sentence end found in ``pending`` ends a sentence (not a URL's ``?``)."""
+    at = match.start()
+    if pending[at] not in '?!' or at == 0 or not _URL_BEFORE.match(pending[at - 1]):
+        return True
+    after = match.start() + 1
+    if after >= len(pending):
+        return False  # what comes next decides
+    return not _URL_AFTER.match(pending[after])
 
 
 def shift_segments(segments: Sequence, offset: int, starts_sentence: bool = True) -> list:
