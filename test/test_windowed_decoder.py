@@ -17,6 +17,7 @@ import pytest
 
 from hayakoe_ros.engines import CancelToken, EngineLoadError, SynthesisCanceledError
 from hayakoe_ros.engines import hayakoe_internals as hk
+from hayakoe_ros.engines import decoder_receptive
 from hayakoe_ros.engines.decoder_receptive import ChainSpec
 from hayakoe_ros.engines.decoder_split import SplitError, SplitModelCache, split
 from hayakoe_ros.engines.hayakoe_engine import HayakoeEngine
@@ -93,7 +94,7 @@ def test_default_first_window_and_growth(engines, det_voice, tiny_model_root, tm
         windowed.set_first_window(0.001)
 
 
-def test_receptive_field_is_the_decoder_s_own(engines):
+def test_receptive_field_is_the_decoder_s_own(engines, monkeypatch):
     """An impulse in the latent changes exactly the audio the chain says it reaches."""
     windowed, _ = engines
     staged = windowed.staged
@@ -114,12 +115,65 @@ def test_receptive_field_is_the_decoder_s_own(engines):
     assert moved.min() // staged.hop <= j - right + 1 and moved.max() // staged.hop >= j + left - 1
     # A chain that reads less than the decoder does is not exact at the cuts.
     config['resblock_kernel_sizes'] = [1, 1, 1]  # as if the residual blocks read nothing
+    # (and cut into the same pieces: its first stage now reads 2 frames, not 16)
+    monkeypatch.setattr(decoder_receptive, 'FINE_CONTEXT_FRAMES', 1.0)
     short = StagedSynthesizer(staged.stage1, staged.decoders, ChainSpec.from_config(config))
     plan = window_plan(frames, staged.hop, 4)
     wrong = np.concatenate([short.decode(z, g, lo, hi) for lo, hi in plan])
     assert np.abs(wrong - base).max() > 10 * EXACT
     right_plan = np.concatenate([staged.decode(z, g, lo, hi) for lo, hi in plan])
     assert np.abs(right_plan - base).max() <= EXACT
+
+
+def test_windows_in_a_row_recompute_only_each_piece_s_own_context(engines):
+    """Windows in a stream re-read at a cut only each piece's own receptive field.
+
+    Each piece runs on its whole signal once, plus at each cut its own context: never
+    the whole decoder's (13 frames each side).
+    """
+    windowed, _ = engines
+    staged = windowed.staged
+    config = hk.model_config(windowed.speaker)
+    rng = np.random.default_rng(5)
+    frames = 50
+    z = rng.standard_normal((1, config['inter_channels'], frames)).astype(np.float32)
+    g = rng.standard_normal((1, config['gin_channels'], 1)).astype(np.float32) * 0.1
+    runs: list = []
+    originals = [s.run for s in staged.decoders]
+    for n, session in enumerate(staged.decoders):
+        def counted(names, feed, options=None, _n=n, _run=originals[n]):
+            first = next(iter(feed.values()))
+            runs.append((_n, first.shape[2]))
+            return _run(names, feed, options)
+        session.run = counted
+    try:
+        whole = staged.decode(z, g, 0, frames * staged.hop)
+        whole_len = dict(runs)
+        runs.clear()
+        plan = window_plan(frames, staged.hop, 1)
+        stream = staged.stream(z, g)
+        audio = np.concatenate([stream.decode(lo, hi) for lo, hi in plan])
+        streamed = list(runs)
+        runs.clear()
+        for lo, hi in plan:  # each window on its own, from the latent
+            staged.decode(z, g, lo, hi)
+        alone = list(runs)
+        runs = streamed
+    finally:
+        for session in staged.decoders:
+            del session.run
+    assert np.abs(audio - whole).max() <= EXACT
+    cuts = len(plan) - 1
+    assert cuts >= 4
+    for n, spec in enumerate(staged.pieces):
+        read = sum(length for k, length in runs if k == n)
+        lo, hi = spec.needs(10 ** 6, 10 ** 6)  # one interior sample's own context
+        context = (10 ** 6 - lo) + (hi - 10 ** 6)
+        assert whole_len[n] <= read <= whole_len[n] + cuts * (context + 2), spec.name
+    # Windows on their own re-read, at the first pieces, the whole decoder's context.
+    first = [length for k, length in alone if k == 0]
+    left, right = staged.chain.context_frames()
+    assert sum(first) >= frames + cuts * min(left, right)
 
 
 def test_the_full_size_decoder_s_context_comes_from_its_config():
@@ -244,3 +298,19 @@ def hk_config(root):
     """The tiny model's config ``model`` section, read from its file."""
     return json.loads((root / 'onnx' / 'speakers' / 'tiny-jp' / 'config.json')
                       .read_text())['model']
+
+
+def test_a_decoder_whose_residual_joins_are_not_where_the_config_puts_them_is_not_cut(
+        tiny_model_root, tmp_path):
+    import onnx
+
+    source = tiny_model_root / 'onnx' / 'speakers' / 'tiny-jp' / 'synthesizer.onnx'
+    model = onnx.load(str(source))
+    for node in model.graph.node:
+        if node.name == '/dec/resblocks.1/Add_1':
+            node.name = '/dec/elsewhere/Add_1'  # one residual join fewer in block 1
+    path = tmp_path / 'synthesizer.onnx'
+    onnx.save(model, str(path))
+    with pytest.raises(SplitError, match=r"resblocks.1' has 2 residual adds, the config "
+                                         r'gives 3'):
+        split(str(path), str(tmp_path), hk_config(tiny_model_root))

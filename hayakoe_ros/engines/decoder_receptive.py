@@ -34,6 +34,14 @@ from typing import Sequence
 #: ``conv_pre`` and ``conv_post`` of hayakoe's ``Generator`` (kernel 7, padding 3).
 EDGE_KERNEL = 7
 
+#: Receptive field (latent frames, both sides together) from which a stage is cut at its
+#: residual joins. hayakoe's first upsampling stage reads 16 (its blocks' 60 samples each
+#: side at 8 per frame), so a window that re-read all of it would redo about 7 frames of
+#: the whole decoder's work per cut; the second reads 2 and the later ones 1 or less, and
+#: cutting them too saved little work for more runs and copies (full-size model, one
+#: thread: the windows' extra decoder time 8 % of a sentence's with every stage cut).
+FINE_CONTEXT_FRAMES = 4.0
+
 
 @dataclasses.dataclass(frozen=True)
 class Conv:
@@ -150,6 +158,35 @@ def _resblock(kind: str, k: int, dilations: Sequence[int]) -> tuple:
 
 
 @dataclasses.dataclass(frozen=True)
+class PieceSpec:
+    """One piece of the decoder as it is cut and run: a residual pair, say.
+
+    Attributes:
+        name: Where it sits, for messages (``pre``, ``up1``, ``res1.2.0``, ``mean1``,
+            ``post``).
+        inputs: Keys of the signals it reads (``z``, ``x<i>``: stage ``i``'s output,
+            ``u<i>``: its upsampled signal, ``r<i>.<j>.<p>``: residual block ``j``'s
+            ``p``-th residual pair's output); the speaker embedding ``g`` is read by
+            ``pre`` besides.
+        output: Key of the signal it computes (``audio`` for the last).
+        up: Output samples per input sample.
+        layers: Its convolutions in order (for :meth:`needs` and the cut's check).
+        extra: Signatures of convolutions that read no part of the signal (``cond(g)``).
+    """
+
+    name: str
+    inputs: tuple
+    output: str
+    up: int
+    layers: tuple
+    extra: tuple = ()
+
+    def needs(self, lo: int, hi: int) -> tuple:
+        """Input interval (inclusive) that the outputs ``[lo, hi]`` depend on."""
+        return _back(self.layers, lo, hi)
+
+
+@dataclasses.dataclass(frozen=True)
 class ChainSpec:
     """The decoder as ``conv_pre`` then one :class:`StageSpec` per upsampling stage.
 
@@ -202,6 +239,47 @@ class ChainSpec:
         for stage in self.stages:
             hop *= stage.up
         return hop
+
+    def pieces(self) -> tuple:
+        """The decoder cut into the pieces a window runs, in an order that runs it.
+
+        ``pre`` (``conv_pre + cond(g)``) first. An upsampling stage ``i`` (from 1) whose
+        receptive field spans :data:`FINE_CONTEXT_FRAMES` latent frames or more is cut at
+        every residual join: ``up<i>`` (leaky ReLU, transposed convolution), each
+        residual pair of each block, and ``mean<i>`` (the mean of the blocks: pointwise);
+        any other stage is one piece ``stage<i>``. The last stage ends with ``conv_post``
+        (``post`` when the stage is cut). A window re-reads at each piece only that
+        piece's own context beyond what earlier windows computed
+        (:class:`.windowed_decoder.DecoderStream`).
+        """
+        first = self.stages[0]
+        out = [PieceSpec('pre', ('z',), 'x0', 1, first.layers, first.extra)]
+        last = len(self.stages) - 1
+        rate = first.up
+        for i, stage in enumerate(self.stages[1:], start=1):
+            far = 10 ** 6
+            a, b = stage.needs(far, far)
+            output = 'audio' if i == last else f'x{i}'
+            if (b - a) / rate < FINE_CONTEXT_FRAMES:
+                out.append(PieceSpec(f'stage{i}', (f'x{i - 1}',), output, stage.up,
+                                     stage.layers))
+                rate *= stage.up
+                continue
+            rate *= stage.up
+            upsample, blocks = stage.layers[0], stage.layers[1]
+            out.append(PieceSpec(f'up{i}', (f'x{i - 1}',), f'u{i}', stage.up, (upsample,)))
+            ends = []
+            for j, block in enumerate(blocks.branches):
+                source = f'u{i}'
+                for p, pair in enumerate(block):
+                    key = f'r{i}.{j}.{p}'
+                    out.append(PieceSpec(f'res{i}.{j}.{p}', (source,), key, 1, (pair,)))
+                    source = key
+                ends.append(source)
+            out.append(PieceSpec(f'mean{i}', tuple(ends), f'x{i}', 1, ()))
+            if i == last:
+                out.append(PieceSpec('post', (f'x{i}',), 'audio', 1, stage.layers[2:]))
+        return tuple(out)
 
     def plan(self, lo: int, hi: int, frames: int) -> list:
         """What each stage computes for output samples ``[lo, hi)`` of a ``frames`` latent.

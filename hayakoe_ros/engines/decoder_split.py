@@ -1,6 +1,6 @@
 # Copyright 2026 The hayakoe_ros Authors
 # SPDX-License-Identifier: AGPL-3.0-or-later
-"""hayakoe's ``synthesizer.onnx`` cut at the decoder's input and between its stages.
+"""hayakoe's ``synthesizer.onnx`` cut at the decoder's input and at its residual joins.
 
 The decoder (87 % of the synthesizer's time on the full-size model) is a chain of
 convolutions (:mod:`.decoder_receptive`), so its first samples need only the first
@@ -9,21 +9,25 @@ frames of the latent. To decode a segment in windows the graph is cut into:
 * ``stage1.onnx``: the synthesizer's inputs to ``(z, g, durations)``: the text encoder,
   duration predictors, alignment and flow, up to the decoder's input ``z * y_mask``
   ``[1, inter_channels, frames]``, and the speaker embedding ``g`` ``[1, gin, 1]``;
-* ``dec0.onnx``: ``(z, g)`` to the output of ``conv_pre + cond(g)``;
-* ``dec1.onnx`` ... ``decN.onnx``: one upsampling stage each, the input of its leaky ReLU
-  to the next one's (the last one to the audio ``[1, 1, samples]``).
+* ``dec0.onnx`` ... : the decoder's pieces of :meth:`.decoder_receptive.ChainSpec.pieces`,
+  in that order: ``conv_pre + cond(g)``, then per upsampling stage its transposed
+  convolution, each residual pair of each residual block, the blocks' mean, and
+  ``conv_post`` last.
 
-Windows then run each stage on just the samples the next stage needs, so the overlap
-between windows costs little (most of the receptive field is at the low-rate stages).
+Cut this finely, a window re-reads at each piece only that piece's own context beyond
+what the window before it computed (:class:`.windowed_decoder.DecoderStream`): cut only
+between stages, the first stage's residual blocks alone re-read 7.5 latent frames on
+each side at every cut, about 7 frames' worth of the whole decoder's work.
 
 The cut is found by the node names of a ``torch.onnx`` export of ``net_g.infer`` (the
-``dec`` module's scope: ``/dec/conv_pre/Conv``, ``/dec/ups.<i>/ConvTranspose``), and the
-convolutions of each piece are checked against the model config: a graph that has no
-decoder input where expected, or other layers, raises :class:`SplitError` (the engine
-then decodes whole segments, and says so once). The cut runs in a separate process (the
-``onnx`` package holds the whole model in memory while cutting) and its output is kept
-next to the optimised models, keyed like them (:mod:`.ort_cache`): the source's SHA-256,
-:data:`SPLIT_FORMAT` and the ``onnx`` version. Needs ``onnx`` to cut, not to run.
+``dec`` module's scope: ``/dec/conv_pre/Conv``, ``/dec/ups.<i>/ConvTranspose``,
+``/dec/resblocks.<m>/Add``...), and the convolutions of each piece are checked against
+the model config: a graph that has no decoder input where expected, or other layers,
+raises :class:`SplitError` (the engine then decodes whole segments, and says so once).
+The cut runs in a separate process (the ``onnx`` package holds the whole model in memory
+while cutting) and its output is kept next to the optimised models, keyed like them
+(:mod:`.ort_cache`): the source's SHA-256, :data:`SPLIT_FORMAT` and the ``onnx``
+version. Needs ``onnx`` to cut, not to run.
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ from .decoder_receptive import ChainSpec, signatures
 _LOG = logging.getLogger(__name__)
 
 #: Version of the cut's output layout; part of the cache key.
-SPLIT_FORMAT = 1
+SPLIT_FORMAT = 3
 STAGE1 = 'stage1.onnx'
 _META = 'meta.json'
 
@@ -77,16 +81,24 @@ def _conv_signature(node) -> tuple:
             int(a.get('dilations', [1])[0]), int(pads[0]))
 
 
+def _single(dec: list, scope: list, op: str, what: str):
+    found = [n for n in dec if _scope(n.name)[-2:] == scope]
+    if len(found) != 1 or found[0].op_type != op:
+        raise SplitError(f"no single 'dec/{'/'.join(scope)}' node: {what}")
+    return found[0]
+
+
 def find_cuts(model, chain: ChainSpec) -> dict:
     """Where to cut ``model`` (an ``onnx.ModelProto`` of ``synthesizer.onnx``).
 
     Returns:
-        ``{'z': name, 'g': name or '', 'stages': [tensor at each stage's input, ...],
-        'audio': name, 'durations': name}``: ``stages[0]`` is ``z`` (conv_pre's input),
-        ``stages[i]`` for ``i >= 1`` the input of upsampling stage ``i - 1``.
+        ``{'z': name, 'g': name or '', 'tensors': {key: name}, 'audio': name,
+        'durations': name}``: ``tensors`` names the graph's tensor for every signal key
+        of :meth:`ChainSpec.pieces` (``z``, ``x<i>``, ``u<i>``, ``r<i>.<j>.<p>``,
+        ``audio``).
 
     Raises:
-        SplitError: no decoder where expected, or its convolutions differ from what
+        SplitError: no decoder where expected, or its layers differ from what
             ``chain`` (the model config) says.
     """
     graph = model.graph
@@ -111,29 +123,52 @@ def find_cuts(model, chain: ChainSpec) -> dict:
     if z not in external or len(g) > 1:
         raise SplitError(f'the decoder reads {external}, expected its input {z!r} and at '
                          'most the speaker embedding')
-    stages = [z]
-    for i in range(len(chain.stages) - 1):
-        up = [n for n in dec if _scope(n.name)[-2:] == [f'ups.{i}', 'ConvTranspose']]
-        relu = producer.get(up[0].input[0]) if len(up) == 1 else None
+    tensors = {'z': z, 'audio': outputs[0]}
+    blocks = [stage.layers[1].branches for stage in chain.stages[1:]]
+    for i, branches in enumerate(blocks, start=1):
+        up = _single(dec, [f'ups.{i - 1}', 'ConvTranspose'], 'ConvTranspose',
+                     'the decoder has other stages than its config says')
+        relu = producer.get(up.input[0])
         if relu is None or relu.op_type != 'LeakyRelu':
-            raise SplitError(f"no 'dec/ups.{i}/ConvTranspose' after a leaky ReLU: the "
-                             'decoder has other stages than its config says')
-        stages.append(relu.input[0])
-    return {'z': z, 'g': g[0] if g else '', 'stages': stages, 'audio': outputs[0],
+            raise SplitError(f"no leaky ReLU before 'dec/ups.{i - 1}/ConvTranspose'")
+        tensors[f'x{i - 1}'] = relu.input[0]
+        tensors[f'u{i}'] = up.output[0]
+        for j, pairs in enumerate(branches):
+            m = (i - 1) * len(branches) + j
+            adds = [n for n in dec if n.op_type == 'Add'
+                    and _scope(n.name)[-2:-1] == [f'resblocks.{m}']]
+            previous = tensors[f'u{i}']
+            if len(adds) != len(pairs):
+                raise SplitError(f"'dec/resblocks.{m}' has {len(adds)} residual adds, the "
+                                 f'config gives {len(pairs)}')
+            for p, node in enumerate(adds):
+                if previous not in node.input:
+                    raise SplitError(f"'{node.name}' does not add to its block's signal")
+                previous = tensors[f'r{i}.{j}.{p}'] = node.output[0]
+    post = _single(dec, ['conv_post', 'Conv'], 'Conv', 'the decoder ends otherwise')
+    relu = producer.get(post.input[0])
+    if relu is None or relu.op_type != 'LeakyRelu':
+        raise SplitError("no leaky ReLU before 'dec/conv_post/Conv'")
+    tensors[f'x{len(blocks)}'] = relu.input[0]
+    return {'z': z, 'g': g[0] if g else '', 'tensors': tensors, 'audio': outputs[0],
             'durations': outputs[1]}
 
 
-def _check_piece(piece, spec, index: int) -> None:
+def _check_piece(piece, spec) -> None:
     found = sorted(_conv_signature(n) for n in piece.graph.node
                    if n.op_type in ('Conv', 'ConvTranspose'))
     want = sorted(signatures(spec.layers) + list(spec.extra))
     if found != want:
-        raise SplitError(f'decoder stage {index} has convolutions {found[:6]}... but the '
-                         f'model config gives {want[:6]}... ({len(found)} vs {len(want)})')
+        raise SplitError(f'decoder piece {spec.name} has convolutions {found[:6]}... but '
+                         f'the model config gives {want[:6]}... ({len(found)} vs '
+                         f'{len(want)})')
 
 
 def split(source: str, target: str, model_config: dict) -> None:
     """Cut ``source`` into ``target``/``stage1.onnx``, ``dec0.onnx`` ... (see the module).
+
+    ``dec<n>.onnx`` is the ``n``-th of :meth:`ChainSpec.pieces`; its graph inputs are in
+    the order of that piece's ``inputs`` (``pre``: then ``g``).
 
     Raises:
         SplitError: the graph cannot be cut (see :func:`find_cuts`), or a piece's
@@ -146,26 +181,26 @@ def split(source: str, target: str, model_config: dict) -> None:
     chain = ChainSpec.from_config(model_config)
     model = onnx.load(source)
     cuts = find_cuts(model, chain)
+    tensors = cuts['tensors']
     names = [i.name for i in model.graph.input]
     known = {v.name for v in model.graph.value_info}
-    for name in cuts['stages'] + ([cuts['g']] if cuts['g'] else []):
+    for name in list(tensors.values()) + ([cuts['g']] if cuts['g'] else []):
         if name not in known:  # shape inference stops short of them in these graphs
             model.graph.value_info.append(onnx.helper.make_tensor_value_info(
                 name, onnx.TensorProto.FLOAT, None))
     extractor = Extractor(model)
     out = Path(target)
     g = [cuts['g']] if cuts['g'] else []
-    pieces = {STAGE1: (names, [cuts['z']] + g + [cuts['durations']])}
-    bounds = cuts['stages'] + [cuts['audio']]
-    for i in range(len(chain.stages)):
-        pieces[f'dec{i}.onnx'] = ([bounds[i]] + (g if i == 0 else []), [bounds[i + 1]])
-    for i, (name, (inputs, outputs)) in enumerate(pieces.items()):
-        piece = extractor.extract_model(inputs, outputs)
-        if name != STAGE1:
-            _check_piece(piece, chain.stages[i - 1], i - 1)
-        onnx.save(piece, str(out / name))
+    onnx.save(extractor.extract_model(names, [cuts['z']] + g + [cuts['durations']]),
+              str(out / STAGE1))
+    pieces = chain.pieces()
+    for n, spec in enumerate(pieces):
+        inputs = [tensors[k] for k in spec.inputs] + (g if spec.name == 'pre' else [])
+        piece = extractor.extract_model(inputs, [tensors[spec.output]])
+        _check_piece(piece, spec)
+        onnx.save(piece, str(out / f'dec{n}.onnx'))
     (out / _META).write_text(json.dumps({'source': os.path.abspath(source), 'cuts': cuts,
-                                         'stages': len(chain.stages)}), encoding='utf-8')
+                                         'pieces': len(pieces)}), encoding='utf-8')
 
 
 class SplitModelCache:
@@ -236,7 +271,7 @@ class SplitModelCache:
                 if not (entry / _META).is_file():
                     raise
             self._drop_stale(source, keep=entry)
-            _LOG.info('cut %s at its decoder stages into %s', source, entry)
+            _LOG.info('cut %s into its decoder pieces in %s', source, entry)
             return entry
         except OSError as exc:
             raise SplitError(f'cannot store the cut of {source}: {exc}') from exc
@@ -273,9 +308,10 @@ def stage_files(entry: Path) -> Optional[list]:
     """``[stage1.onnx, dec0.onnx, ...]`` of an entry, or None when it is incomplete."""
     try:
         meta = json.loads((entry / _META).read_text(encoding='utf-8'))
-    except (OSError, ValueError):
+        count = int(meta['pieces'])
+    except (OSError, ValueError, KeyError, TypeError):
         return None
-    files = [entry / STAGE1] + [entry / f'dec{i}.onnx' for i in range(int(meta['stages']))]
+    files = [entry / STAGE1] + [entry / f'dec{i}.onnx' for i in range(count)]
     return files if all(f.is_file() for f in files) else None
 
 

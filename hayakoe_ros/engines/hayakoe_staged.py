@@ -96,7 +96,8 @@ def decode_windows(speaker, staged: windowed_decoder.StagedSynthesizer,
         frames * staged.hop)
     plan = windowed_decoder.window_plan(frames, staged.hop, first_frames)
     seconds = [(hi - lo) / sample_rate for lo, hi in plan]
+    stream = staged.stream(z, g)
     for i, (lo, hi) in enumerate(plan):
         with lock:
-            audio = staged.decode(z, g, lo, hi)
+            audio = stream.decode(lo, hi)
         yield AudioWindow(audio, tuple(seconds[i + 1:]), phones if i == 0 else ())

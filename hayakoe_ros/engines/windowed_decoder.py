@@ -4,13 +4,13 @@
 
 :class:`StagedSynthesizer` holds one session per piece that :mod:`.decoder_split` cut
 from ``synthesizer.onnx``: the first stage (text to the latent ``z``, the speaker
-embedding ``g`` and the durations) and the decoder's stages. :meth:`~StagedSynthesizer.
-decode` computes any window of a segment's audio: each stage runs on exactly the part
-of its input the window needs (:meth:`.decoder_receptive.ChainSpec.plan`), so the
-samples equal those of the whole segment's decode, and the overlap between windows is
-only the receptive field of the later (cheaper) stages. It also answers
-``run(None, feed)`` as hayakoe's synthesizer session does (first stage, then the whole
-decode), so it can stand in for it. Pure ONNX Runtime and NumPy: no torch.
+embedding ``g`` and the durations) and the decoder's pieces, cut at every residual join.
+A :class:`DecoderStream` decodes a segment's windows one after the other: each piece
+computes only its new samples, reading what the windows before left, so the samples
+equal those of the whole segment's decode and the overlap between windows is each
+piece's own context. :class:`StagedSynthesizer` also answers ``run(None, feed)`` as
+hayakoe's synthesizer session does (first stage, then the whole decode), so it can stand
+in for it. Pure ONNX Runtime and NumPy: no torch.
 """
 
 from __future__ import annotations
@@ -65,30 +65,42 @@ def first_window_frames(first_window_s: float, sample_rate: int, hop: int) -> in
 
 
 class StagedSynthesizer:
-    """First-stage and decoder-stage sessions of one synthesizer.
+    """First-stage and decoder-piece sessions of one synthesizer.
 
     Args:
         stage1: Session of ``stage1.onnx`` (the synthesizer's inputs to ``z``, ``g`` and
             the durations, in that output order; ``g`` absent for a model without it).
-        decoders: Sessions of ``dec0.onnx`` ... in order (``dec0`` reads ``z`` and ``g``).
-        chain: The decoder's layers from the model config (:class:`ChainSpec`); as many
-            stages as ``decoders``.
+        decoders: Sessions of ``dec0.onnx`` ..., one per :meth:`ChainSpec.pieces` in
+            that order, each reading its piece's inputs in order (``dec0``: ``z`` then
+            ``g``).
+        chain: The decoder's layers from the model config (:class:`ChainSpec`).
 
     Raises:
-        ValueError: the sessions do not match ``chain`` (counts, inputs).
+        ValueError: the sessions do not match ``chain``'s pieces (counts, inputs).
     """
 
     def __init__(self, stage1, decoders: Sequence, chain: ChainSpec) -> None:
-        if len(decoders) != len(chain.stages):
-            raise ValueError(f'{len(decoders)} decoder pieces for {len(chain.stages)} stages')
+        self.pieces = chain.pieces()
+        if len(decoders) != len(self.pieces):
+            raise ValueError(f'{len(decoders)} decoder pieces for the {len(self.pieces)} '
+                             'the model config gives')
         self.stage1 = stage1
         self.decoders = list(decoders)
         self.chain = chain
         self._has_g = len(stage1.get_outputs()) == 3
         self._inputs = [[i.name for i in s.get_inputs()] for s in self.decoders]
-        if len(self._inputs[0]) != (2 if self._has_g else 1) or any(
-                len(names) != 1 for names in self._inputs[1:]):
-            raise ValueError(f'decoder pieces read {self._inputs}')
+        for names, spec in zip(self._inputs, self.pieces):
+            want = len(spec.inputs) + (1 if spec.name == 'pre' and self._has_g else 0)
+            if len(names) != want:
+                raise ValueError(f'decoder piece {spec.name} reads {names}, expected '
+                                 f'{want} inputs')
+        # Samples per latent frame of each signal, and the last piece to read each.
+        self._rate = {'z': 1}
+        self._last_reader: dict = {}
+        for n, spec in enumerate(self.pieces):
+            self._rate[spec.output] = self._rate[spec.inputs[0]] * spec.up
+            for key in spec.inputs:
+                self._last_reader[key] = n
 
     @property
     def sessions(self) -> list:
@@ -113,34 +125,23 @@ class StagedSynthesizer:
             return out[0], out[1], out[2]
         return out[0], None, out[1]
 
+    def stream(self, z: np.ndarray, g: Optional[np.ndarray],
+               run_options: Any = None) -> 'DecoderStream':
+        """A :class:`DecoderStream` of the segment whose latent is ``z``."""
+        return DecoderStream(self, z, g, run_options)
+
     def decode(self, z: np.ndarray, g: Optional[np.ndarray], lo: int, hi: int,
                run_options: Any = None) -> np.ndarray:
-        """Audio samples ``[lo, hi)`` of the segment whose latent is ``z``.
+        """Audio samples ``[lo, hi)`` of the segment whose latent is ``z``, on their own.
 
-        Each stage runs on the slice of its input that :meth:`ChainSpec.plan` names and
-        keeps the part that is exact, so the result equals ``decode(z, g, 0, n)[lo:hi]``
-        up to float rounding (ONNX Runtime may pick other kernels for other lengths).
-
-        Returns:
-            float32 ``(hi - lo,)``, the decoder's output (``tanh``: within +-1).
+        Computes from the latent alone; windows in a row share work through
+        :meth:`stream` instead. Returns float32 ``(hi - lo,)`` (``tanh``: within +-1),
+        equal to the whole segment's decode there up to float rounding.
 
         Raises:
             ValueError: ``[lo, hi)`` outside ``[0, frames * hop)``.
         """
-        frames = int(z.shape[2])
-        plan = self.chain.plan(lo, hi, frames)
-        in_lo, in_hi, _, _ = plan[0]
-        x = np.ascontiguousarray(z[:, :, in_lo:in_hi])
-        for k, (session, names, stage) in enumerate(zip(self.decoders, self._inputs,
-                                                        self.chain.stages)):
-            in_lo, in_hi, keep_lo, keep_hi = plan[k]
-            feed: dict = {names[0]: x}
-            if k == 0 and self._has_g:
-                feed[names[1]] = g
-            y = session.run(None, feed, run_options)[0]
-            start = keep_lo - in_lo * stage.up
-            x = y[:, :, start:start + keep_hi - keep_lo]
-        return np.asarray(x, dtype=np.float32).reshape(-1)
+        return self.stream(z, g, run_options).decode(lo, hi)
 
     # hayakoe's synthesizer session, as Speaker uses it: run(None, feed) -> [audio, durations]
     def run(self, output_names, input_feed: dict, run_options: Any = None) -> list:
@@ -162,6 +163,120 @@ class StagedSynthesizer:
         return self.stage1.get_session_options()
 
 
+class DecoderStream:
+    """The decoder over one segment's latent, window after window, computing nothing twice.
+
+    For each window every piece computes just the part of its output that is new and
+    needed, from its inputs' samples that earlier windows left (each signal keeps what
+    later windows will read, found from the pieces' receptive fields). A piece's run
+    covers its new part plus its own context, and that context, recomputed at every
+    cut, is the whole overlap between windows: the residual pairs' few samples at their
+    own rate instead of the 13 latent frames the whole decoder reads on each side.
+    A piece computes only samples whose inputs it has whole, or that lie at the signal's
+    ends where every layer pads with zeros, so the samples are those of one whole decode
+    (up to float rounding: ONNX Runtime may pick other kernels for other lengths).
+
+    Args:
+        synth: The :class:`StagedSynthesizer` whose decoder pieces run.
+        z: float32 ``[1, inter_channels, frames]``, the first stage's latent.
+        g: float32 ``[1, gin, 1]`` speaker embedding, or None.
+        run_options: ONNX Runtime ``RunOptions`` for every run (or None).
+
+    Not thread-safe: one thread decodes a stream (the engine's own rule).
+    """
+
+    def __init__(self, synth: StagedSynthesizer, z: np.ndarray, g: Optional[np.ndarray],
+                 run_options: Any = None) -> None:
+        self._synth = synth
+        self._g = g
+        self._options = run_options
+        self.frames = int(z.shape[2])
+        self._length = {key: self.frames * rate for key, rate in synth._rate.items()}
+        # key -> (first sample index, array [1, channels, n]) of exact samples held
+        self._held: dict = {'z': (0, z)}
+
+    @property
+    def samples(self) -> int:
+        """Audio samples of the whole segment (``frames x hop``)."""
+        return self._length['audio']
+
+    def _span(self, lo: int, hi: int) -> dict:
+        """Per signal, the samples (inclusive) that audio ``[lo, hi]`` needs."""
+        span = {'audio': (lo, hi)}
+        for spec in reversed(self._synth.pieces):
+            if spec.output not in span:
+                continue
+            a, b = spec.needs(*span[spec.output])
+            for key in spec.inputs:
+                a2, b2 = max(0, a), min(self._length[key] - 1, b)
+                old = span.get(key)
+                span[key] = (a2, b2) if old is None else (min(old[0], a2), max(old[1], b2))
+        return span
+
+    def decode(self, lo: int, hi: int) -> np.ndarray:
+        """Audio samples ``[lo, hi)``: float32 ``(hi - lo,)``, within +-1.
+
+        Windows should come in order (each ``lo`` the last ``hi``); any other window is
+        computed afresh, which is correct and costs what a lone window does.
+
+        Raises:
+            ValueError: ``[lo, hi)`` empty or outside ``[0, frames * hop)``.
+        """
+        if not 0 <= lo < hi <= self.samples:
+            raise ValueError(f'output window [{lo}, {hi}) outside [0, {self.samples})')
+        span = self._span(lo, hi - 1)
+        if any(key != 'z' and key in self._held and span[key][0] < self._held[key][0]
+               for key in span):
+            self._held = {'z': self._held['z']}  # behind what is kept: start afresh
+        keep = self._span(hi, hi) if hi < self.samples else {}
+        synth = self._synth
+        for n, spec in enumerate(synth.pieces):
+            if spec.output in span:
+                self._compute(spec, n, *span[spec.output])
+            for key in spec.inputs:
+                if synth._last_reader[key] == n and key != 'z':
+                    self._trim(key, keep.get(key))
+        start, audio = self._held['audio']
+        out = audio[0, 0, lo - start:hi - start].astype(np.float32, copy=True)
+        self._trim('audio', keep.get('audio'))
+        return out
+
+    def _compute(self, spec, n: int, a: int, b: int) -> None:
+        held = self._held.get(spec.output)
+        if held is not None and held[0] + held[1].shape[2] > b:
+            return  # all held already
+        new_lo = a if held is None else max(a, held[0] + held[1].shape[2])
+        in_a, in_b = spec.needs(new_lo, b)
+        length = self._length[spec.inputs[0]]
+        in_a, in_b = max(0, in_a), min(length - 1, in_b)
+        feed = {}
+        for name, key in zip(self._synth._inputs[n], spec.inputs):
+            start, x = self._held[key]
+            feed[name] = np.ascontiguousarray(x[:, :, in_a - start:in_b + 1 - start])
+        if spec.name == 'pre' and self._g is not None:
+            feed[self._synth._inputs[n][-1]] = self._g
+        y = self._synth.decoders[n].run(None, feed, self._options)[0]
+        first = in_a * spec.up
+        part = y[:, :, new_lo - first:b + 1 - first]
+        if held is None or held[0] + held[1].shape[2] < new_lo:
+            self._held[spec.output] = (new_lo, part)
+        else:
+            self._held[spec.output] = (held[0], np.concatenate(
+                [held[1][:, :, :new_lo - held[0]], part], axis=2))
+
+    def _trim(self, key: str, keep: Optional[tuple]) -> None:
+        held = self._held.get(key)
+        if held is None:
+            return
+        if keep is None:
+            del self._held[key]  # nothing later reads it
+            return
+        start, x = held
+        if keep[0] > start:
+            cut = min(keep[0] - start, x.shape[2])
+            self._held[key] = (start + cut, x[:, :, cut:].copy())
+
+
 def prepare_pieces(source: str, model_config: dict, root: str) -> tuple:
     """The cut pieces of ``source`` (cut now if not cached under ``root``) and the chain.
 
@@ -180,7 +295,7 @@ def prepare_pieces(source: str, model_config: dict, root: str) -> tuple:
         raise SplitError(str(exc)) from exc
     entry = SplitModelCache(root).pieces(source, model_config)
     files = stage_files(entry)
-    if files is None or len(files) != len(chain.stages) + 1:
+    if files is None or len(files) != len(chain.pieces()) + 1:
         raise SplitError(f'the cut in {entry} is incomplete (delete it to cut again)')
     return [str(f) for f in files], chain
 
