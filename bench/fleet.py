@@ -16,7 +16,8 @@
 * a robot using the host: a ``tts_node`` with the Open JTalk voice and ``offboard_action``
   at robot r1 speaks the same text (the host's voice relayed), and r1 is sent it
   directly, alternately: the relay's TTFA against the host's own (claim: <= host + 100
-  ms; the processes share this machine, so the network's part is loopback's);
+  ms). The two are two machines on a robot: here the host runs on the first CPU and the
+  robot and the client on the others (the network's part is loopback's);
 * peak RSS (VmHWM) of the ``tts_node`` process and of the fleet process, each after all
   of its runs; CPU seconds each process used per second of audio (all its threads, from
   /proc), the throughput claim in a form that the machine's other load does not move.
@@ -47,7 +48,7 @@ from bench import report  # noqa: E402
 from bench.node_driver import BenchClient, NodeProcess, read_cpu_s  # noqa: E402
 from bench.raw_worker import SPEAKER, VOICE, model_root  # noqa: E402
 from bench.texts import benchmark_texts  # noqa: E402
-from tools.node_process import FLEET_COMMAND  # noqa: E402
+from tools.node_process import FLEET_COMMAND, pin_threads  # noqa: E402
 
 TARGETS = {'ttfa_x': 4.0, 'throughput_x': 0.95, 'rss_x': 1.15, 'relay_extra_ms': 100.0}
 GOAL_TIMEOUT_S = 900.0
@@ -185,8 +186,17 @@ def _relay_ttfa(args, fleet: NodeProcess, host: BenchClient, text: str, log_dir:
                              offboard_action=f'{fleet.namespace}/r1/say',
                              offboard_timeout_s=60.0, offboard_stall_s=60.0),
                         f'{fleet.namespace}_robot', log_dir=log_dir, wait_ready=False)
+    # Host and robot are two machines: on one machine they would take each other's CPU
+    # (the host's ONNX threads against the robot's relay), which no robot sees. The host
+    # gets the first CPU, the robot and this client the others, for this part only.
+    every = os.sched_getaffinity(0)
+    host_cpus = {min(every)}
+    robot_cpus = (every - host_cpus) or every
     try:
         robot.wait_until_ready(300)
+        fleet.pin(host_cpus)
+        robot.pin(robot_cpus)
+        pin_threads(os.getpid(), robot_cpus)
         client = BenchClient(robot, 'bench_fleet_robot')
         clients.append(client)
         Goal(client, text).wait()  # warm, and the host discovered
@@ -199,6 +209,9 @@ def _relay_ttfa(args, fleet: NodeProcess, host: BenchClient, text: str, log_dir:
             raise RuntimeError('the robot did not speak with the host voice:\n' + robot.log())
         return pairs
     finally:
+        pin_threads(os.getpid(), every)
+        if fleet.proc.poll() is None:
+            fleet.pin(every)
         robot.stop()
 
 

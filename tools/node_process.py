@@ -54,6 +54,15 @@ def read_vm_kib(pid: int, field: str = 'VmHWM') -> int:
     raise KeyError(f'{field} not in /proc/{pid}/status')
 
 
+def pin_threads(pid: int, cpus) -> None:
+    """Put every thread of process ``pid`` on ``cpus`` (``os.sched_setaffinity``)."""
+    for tid in os.listdir(f'/proc/{pid}/task'):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except (ProcessLookupError, FileNotFoundError):
+            continue
+
+
 def ros_args(params: dict) -> list:
     """Return ``-p name:=value`` arguments for ``params``.
 
@@ -153,6 +162,14 @@ class NodeProcess:
     def topic(self, name: str) -> str:
         """Fully qualified name of a node-relative topic, service or action."""
         return f'{self.namespace}/{name}'
+
+    def pin(self, cpus) -> None:
+        """Run every thread of the node on ``cpus`` (a set of CPU numbers) from now on.
+
+        Threads started later inherit it from the thread that starts them. A thread
+        that ends meanwhile is skipped.
+        """
+        pin_threads(self.pid, cpus)
 
     def peak_rss_kib(self) -> int:
         """Peak resident set size of the node process so far (VmHWM), KiB."""
