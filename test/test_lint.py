@@ -34,6 +34,7 @@ def test_ruff():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.long  # about 45 s cold (CI); make lint runs it too
 def test_mypy():
     result = subprocess.run([sys.executable, '-m', 'mypy', '--config-file', 'mypy.ini'],
                             cwd=REPO, capture_output=True, text=True, timeout=600)
