@@ -3,13 +3,14 @@
 #
 # make setup   build .venv: ROS 2 Kilted wheels, hayakoe, test tools, audio_common_msgs
 # make demo    set up, start tts_node on its default configuration, speak, write demo.wav
-# make test    set up, run every test offline
+# make test    set up, run every test offline except those marked long (a few minutes)
+# make test-long  set up, run only the tests marked long (CI runs both)
 # make bench   set up, run the benchmarks (writes BENCHMARKS.md and bench/results.json)
 
 PY := .venv/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test lint bench test-aarch64 clean
+.PHONY: setup demo test test-long lint bench test-aarch64 clean
 
 setup:
 	@bash scripts/setup.sh
@@ -17,8 +18,13 @@ setup:
 demo: setup
 	@bash scripts/demo.sh
 
+# --long (test/conftest.py) deselects the tests marked long, or all the others; a kind
+# (PYTEST_ARGS='-m unit') still selects on top of it.
 test: setup
-	$(PY) -m pytest test $(PYTEST_ARGS)
+	$(PY) -m pytest test --long=exclude $(PYTEST_ARGS)
+
+test-long: setup
+	$(PY) -m pytest test --long=only $(PYTEST_ARGS)
 
 lint: setup
 	$(PY) -m pytest test/test_lint.py $(PYTEST_ARGS)

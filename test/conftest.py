@@ -14,12 +14,27 @@ if str(REPO_ROOT) not in sys.path:  # tools/ is a top-level package, not install
 
 
 #: The test kinds; every test module sets ``pytestmark`` to one of them (test_lint checks
-#: it). ``make test`` runs all; ``pytest -m unit`` (or ``ros``, ``lint``) selects one kind.
+#: it). ``pytest -m unit`` (or ``ros``, ``lint``) selects one kind.
 MARKERS = {
     'unit': 'no ROS: engines, speech pipeline, pure functions (fast)',
     'ros': 'real rclpy nodes or processes over the rmw, colcon/ament layout',
     'lint': 'static checks: ruff, mypy, package.xml, licence headers',
 }
+
+#: Markers beside the kind. ``long`` marks a test (or a module) that takes long on a
+#: 2-core machine and is not the only test of what it shows: ``make test`` leaves the long
+#: ones out (``--long=exclude``), so that it stays a few minutes, and ``make test-long``
+#: runs only them (``--long=only``); CI runs both. Plain ``pytest`` runs everything.
+EXTRA_MARKERS = {
+    'long': 'slow; left out by make test, run by make test-long (CI runs both)',
+}
+
+
+def pytest_addoption(parser):
+    """``--long=include|exclude|only``: what to do with the tests marked ``long``."""
+    parser.addoption('--long', choices=('include', 'exclude', 'only'), default='include',
+                     help='tests marked long: run them too (default), leave them out, or '
+                          'run only them')
 
 
 def pytest_configure(config):
@@ -29,11 +44,29 @@ def pytest_configure(config):
     that the ROS 2 wheels depend on; it imports the deprecated ``sre_parse`` and
     ``sre_constants`` modules (DeprecationWarning on Python 3.11+).
     """
-    for name, text in MARKERS.items():
+    for name, text in {**MARKERS, **EXTRA_MARKERS}.items():
         config.addinivalue_line('markers', f'{name}: {text}')
     config.addinivalue_line(
         'filterwarnings',
         r'ignore:module .sre_(parse|constants). is deprecated:DeprecationWarning')
+
+
+def pytest_collection_modifyitems(config, items):
+    """Deselect the tests marked ``long`` (``--long=exclude``) or all others (``only``).
+
+    Deselection, not a skip: the summary counts them apart, and a selection by kind
+    (``-m unit``) still applies on top.
+    """
+    mode = config.getoption('--long')
+    if mode == 'include':
+        return
+    keep, drop = [], []
+    for item in items:
+        is_long = item.get_closest_marker('long') is not None
+        (keep if is_long == (mode == 'only') else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 @pytest.fixture(scope='session', autouse=True)

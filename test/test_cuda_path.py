@@ -13,7 +13,9 @@ import pytest
 from hayakoe_ros.engines import EngineLoadError, VoiceParams, create_engine
 from tools import hayakoe_probe
 
-pytestmark = pytest.mark.unit
+# Long (about 70 s here: torch and a PyTorch model tree load): the PyTorch backend, not
+# the ONNX path that the robots run and the quick set covers.
+pytestmark = [pytest.mark.unit, pytest.mark.long]
 
 torch = pytest.importorskip('torch')
 

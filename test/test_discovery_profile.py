@@ -80,6 +80,7 @@ def test_a_remedy_finds_the_host_without_multicast(netns_link, remedy):
     assert [s['mcast_dropped'] for s in stats] == [0, 0], stats
 
 
+@pytest.mark.long  # a variant of the profile; the remedies stay quick
 def test_the_profile_with_the_range_unset_also_announces_by_multicast(netns_link):
     """Why README says SYSTEM_DEFAULT: unset (SUBNET), rmw_fastrtps adds the group."""
     link = netns_link

@@ -148,6 +148,7 @@ def test_hayakoe_phones_scale_with_the_speaking_rate(tiny_engine, det_voice):
 
 
 # ---------------------------------------------------------------------------- Open JTalk
+@pytest.mark.long  # about 11 s here; the Open JTalk phones stay quick
 def test_hts_durations_are_the_frames_hts_engine_synthesises():
     """Each label gets the frames synthesising it alone gives (speed 1).
 

@@ -93,6 +93,7 @@ def test_each_robot_speaks_at_its_own_namespace(fleet, ros_client):
         ros_client.node.destroy_subscription(name)
 
 
+@pytest.mark.long  # about 12 s here; stop on one robot stays quick
 def test_a_long_announcement_does_not_hold_another_robots_reply(fleet, ros_client):
     """r2's one-word reply waits for at most a segment of r1's announcement."""
     r1 = ros_client.action_client(fleet.topic('r1/say'))
@@ -125,6 +126,7 @@ def test_a_long_announcement_does_not_hold_another_robots_reply(fleet, ros_clien
     assert loaded - max(idle) < 0.25 * r1_span, (loaded, idle, r1_span)
 
 
+@pytest.mark.long  # about 8 s here; stop on one robot stays quick
 def test_bad_text_on_one_robot_aborts_only_that_goal(fleet, ros_client):
     r1 = ros_client.action_client(fleet.topic('r1/say'))
     r2 = ros_client.action_client(fleet.topic('r2/say'))

@@ -34,6 +34,7 @@ def test_ruff():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.long  # about 45 s cold (CI); make lint runs it too
 def test_mypy():
     result = subprocess.run([sys.executable, '-m', 'mypy', '--config-file', 'mypy.ini'],
                             cwd=REPO, capture_output=True, text=True, timeout=600)
@@ -58,6 +59,25 @@ def test_every_test_module_has_exactly_one_kind_marker():
         if len(kinds) != 1:
             wrong[module.name] = sorted(kinds)
     assert not wrong, f'test modules without exactly one of {sorted(MARKERS)}: {wrong}'
+
+
+def test_every_mark_in_the_tests_is_registered(pytestconfig):
+    """A misspelt ``pytest.mark.<name>`` would be a new marker that selects nothing.
+
+    ``long`` above all: ``make test`` would run a misspelt long test, ``make test-long``
+    would not.
+    """
+    registered = {line.split(':')[0].split('(')[0].strip()
+                  for line in pytestconfig.getini('markers')}
+    assert 'long' in registered and set(MARKERS) <= registered
+    unknown = []
+    for module in sorted((REPO / 'test').glob('*.py')):
+        for node in ast.walk(ast.parse(module.read_text(encoding='utf-8'))):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
+                    and node.value.attr == 'mark' and isinstance(node.value.value, ast.Name)
+                    and node.value.value.id == 'pytest' and node.attr not in registered):
+                unknown.append(f'{module.name}:{node.lineno}: pytest.mark.{node.attr}')
+    assert not unknown, unknown
 
 
 def test_test_modules_do_not_import_each_other():

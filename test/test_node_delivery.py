@@ -36,6 +36,7 @@ def ojt_node():
     assert node.stop() == 0, node.log()
 
 
+@pytest.mark.long  # about 13 s here; a stalling feedback client stays quick
 def test_depth5_best_effort_player_at_playback_rate_loses_no_chunk(ojt_node, ros_client,
                                                                   tmp_path):
     """mgonzs13's player's QoS and consumption (test/blocking_player.py, own process)."""
@@ -107,7 +108,10 @@ def test_feedback_client_stalling_0_3_s_loses_no_chunk(ojt_node, ros_client):
     action.destroy()
 
 
-@pytest.mark.parametrize('voice', ['hayakoe', 'fallback'])
+# The fall-back voice's rate: long (about 8 s here); the fall-back stays quick
+# (test_node_speech.py).
+@pytest.mark.parametrize('voice', ['hayakoe',
+                                   pytest.param('fallback', marks=pytest.mark.long)])
 def test_output_rate_is_the_rate_on_the_topic_for_either_voice(voice, ros_client,
                                                                tiny_model_root):
     if voice == 'hayakoe':  # the tiny model at 44.1 kHz

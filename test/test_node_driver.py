@@ -216,6 +216,7 @@ def test_audio_and_feedback_publishers_get_the_configured_depth(ros_client):
         node.destroy_node()
 
 
+@pytest.mark.long  # about 11 s here; the configured depth stays quick
 def test_qos_override_from_parameters_takes_effect(tiny_model_root, ros_client):
     ns = new_namespace()
     node = NodeProcess(

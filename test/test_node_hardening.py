@@ -45,6 +45,7 @@ def test_texts_that_crashed_open_jtalk_are_spoken_and_nothing_queued_is_lost(ros
         assert node.stop() == 0, node.log()
 
 
+@pytest.mark.long  # about 9 s here; the restart after a crash stays quick
 def test_diagnostics_count_the_restarts_after_the_process_died(ros_client, tmp_path):
     first = NodeProcess(OJT)
     ns = first.namespace

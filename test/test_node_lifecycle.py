@@ -62,6 +62,7 @@ def diag_values(client, node, **expect):
         time.sleep(0.3)
 
 
+@pytest.mark.long  # about 15 s here; the transitions stay quick (test_node_driver.py)
 def test_reload_parameters_apply_at_the_next_configure(tiny_model_root, ros_client):
     node = NodeProcess(OJT)
     try:
@@ -149,6 +150,7 @@ def test_one_info_line_per_utterance_and_debug_lines_for_segments(ros_client):
         assert node.stop() == 0, node.log()
 
 
+@pytest.mark.long  # about 10 s here; the fall-back stays quick (test_node_speech.py)
 def test_diagnostics_name_the_fallback_voice_and_reset_with_configure(ros_client,
                                                                       tmp_path):
     node = NodeProcess(dict(engine='hayakoe', fallback_engine='openjtalk',

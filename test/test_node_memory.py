@@ -13,7 +13,8 @@ from lifecycle_msgs.msg import Transition
 from hayakoe_ros.engines.memory import vm_kib
 from ros_utils import NodeProcess, change_state, send_goal, tiny_params, wait_future
 
-pytestmark = pytest.mark.ros
+# Long (about 45 s here): a soak of 20 cycles; test_memory.py is the quick check.
+pytestmark = [pytest.mark.ros, pytest.mark.long]
 
 CYCLES = 20
 

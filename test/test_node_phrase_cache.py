@@ -43,6 +43,7 @@ def cache_counts(client, node, at_least_hits: int, timeout: float = 15.0) -> dic
         time.sleep(0.3)
 
 
+@pytest.mark.long  # about 15 s here; test_phrase_cache.py is the quick check
 def test_preloaded_phrase_is_spoken_from_the_cache(tiny_model_root, ros_client, tiny_engine,
                                                    det_voice, tmp_path):
     node = NodeProcess(tiny_params(

@@ -38,6 +38,7 @@ def _goals_speaking(client, node, n=3):
     return goals
 
 
+@pytest.mark.long  # about 20 s here; the shutdown transition while speaking stays quick
 def test_sigint_while_speaking_answers_every_goal_and_exits_cleanly(tiny_model_root,
                                                                      ros_client):
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -73,6 +74,7 @@ def test_lifecycle_shutdown_while_speaking_answers_every_goal(tiny_model_root, r
         assert node.stop() == 0, node.log()
 
 
+@pytest.mark.long  # about 10 s here; the flood of goals under stop stays quick
 def test_goal_burst_beyond_the_queue_gets_an_answer_for_every_goal(tiny_model_root,
                                                                    ros_client):
     node = NodeProcess(tiny_params(tiny_model_root, max_queue=3))
@@ -89,6 +91,7 @@ def test_goal_burst_beyond_the_queue_gets_an_answer_for_every_goal(tiny_model_ro
         assert node.stop() == 0, node.log()
 
 
+@pytest.mark.long  # about 12 s here; the flood of goals under stop stays quick
 def test_text_burst_is_spoken_or_rejected_with_a_warning(tiny_model_root, ros_client):
     node = NodeProcess(tiny_params(tiny_model_root, max_queue=2))
     try:
@@ -133,6 +136,7 @@ def test_stop_answers_at_once_under_a_flood_of_goals(tiny_model_root, ros_client
         assert node.stop() == 0, node.log()
 
 
+@pytest.mark.long  # about 9 s here; the flood of goals under stop stays quick
 def test_a_flood_of_punctuation_is_spoken_promptly(tiny_model_root, ros_client):
     node = NodeProcess(tiny_params(tiny_model_root))
     try:

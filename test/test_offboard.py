@@ -120,6 +120,7 @@ def test_the_robot_speaks_with_the_host_voice_at_its_own_rate_and_relays_marks(
         assert robot.stop() == 0, robot.log()
 
 
+@pytest.mark.long  # about 45 s here; the fall-back at the start stays quick
 def test_the_host_killed_mid_utterance_the_robot_finishes_it_then_uses_the_host_again(
         tiny_model_root, ros_client):
     host = start_fleet(tiny_params(tiny_model_root, robots=['r1']))

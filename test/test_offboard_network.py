@@ -22,7 +22,9 @@ from ros_utils import NodeProcess, tiny_params
 from fleet_net import GOAL_S, READY_S, profile_env
 from tools.node_process import DEFAULT_COMMAND, FLEET_COMMAND
 
-pytestmark = pytest.mark.ros
+# Long (about 100 s here): the fall-back over a cut or shaped link; test_offboard.py
+# shows the host voice and the fall-back in the quick set.
+pytestmark = [pytest.mark.ros, pytest.mark.long]
 
 SHORT = 'こんにちは。'
 #: Twelve short sentences, about 12 s of speech.

@@ -168,6 +168,7 @@ def fuzzed(tiny_model_root):
     return fuzz(CASES, str(tiny_model_root / 'bert' / 'tokenizer'))
 
 
+@pytest.mark.long  # about 55 s here; the harness test below stays quick
 @pytest.mark.parametrize('name', sorted(CASES))
 def test_no_input_crashes_any_path_into_open_jtalk(name, fuzzed):
     result = fuzzed[name]

@@ -42,6 +42,7 @@ def _cached_models(cache_dir) -> list:
     return sorted((cache_dir / 'hayakoe_ros' / 'ort-optimized').glob('*/model.onnx'))
 
 
+@pytest.mark.long  # about 15 s here; the cache entries are checked in the quick set
 def test_optimised_models_speak_exactly_like_the_plain_ones(tiny_model_root, tmp_path,
                                                             hayakoe_clean_globals):
     plain = _engine(tiny_model_root, tmp_path, optimized=False)
@@ -144,6 +145,7 @@ def test_engine_loads_plain_models_when_the_cache_is_not_writable(tiny_model_roo
     assert all(np.max(np.abs(a)) > 0.01 for a in audio)
 
 
+@pytest.mark.long  # about 12 s here: a fresh interpreter loads the engine
 def test_cpu_path_with_optimised_models_needs_no_torch(tiny_model_root, tmp_path):
     # A Raspberry Pi has no torch: hide it (import fails) and load, convert and speak.
     code = textwrap.dedent(f"""

@@ -65,7 +65,7 @@ def player_diagnostics(ros_client, player, chunks, timeout=10.0):
         values = {kv.key: kv.value for kv in status.values}
         if values.get('chunks') == str(chunks) or time.monotonic() > deadline:
             return values
-        time.sleep(0.5)
+        time.sleep(0.1)
 
 
 def stamp_s(msg) -> float:
@@ -93,6 +93,50 @@ def best_lag(recording, reference):
 def loud_extent(x):
     loud = np.nonzero(np.abs(x) > SILENCE)[0]
     return (loud[0], loud[-1]) if loud.size else (0, 0)
+
+
+def recorded(recording):
+    """What the recorder has written so far (float64, +-1), while it goes on recording."""
+    data = recording.path.read_bytes()
+    return np.frombuffer(data[:len(data) // 2 * 2], '<i2').astype(np.float64) / 32768.0
+
+
+def wait_heard(recording, reference, start=0, tolerance=2048, quiet_s=0.05, timeout=30.0):
+    """Wait until the sink has played all of ``reference`` (at the sink's rate).
+
+    In the recording from sample ``start`` on: its span from the first loud sample to
+    the last is the reference's (less ``tolerance`` frames, what the checks allow), and
+    after it come the reference's own trailing silence and ``quiet_s`` more, so the end
+    has come out of the device and is not a pause in the speech.
+    """
+    r0, r1 = loud_extent(reference)
+    span = r1 - r0 - tolerance
+    tail = reference.size - 1 - r1 + int(quiet_s * SINK_RATE)
+    deadline = time.monotonic() + timeout
+    while True:
+        x = recorded(recording)[start:]
+        first, last = loud_extent(x)
+        if last > first and last - first >= span and x.size - 1 - last >= tail:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f'in {timeout} s the sink played {(last - first) / SINK_RATE:.3f}'
+                                 f' s of the {(r1 - r0) / SINK_RATE:.3f} s sent')
+        time.sleep(0.05)  # the recorder writes as the sink plays
+
+
+def wait_player_idle(ros_client, player, timeout=10.0):
+    """Wait until the player reports nothing queued (resampler tail included).
+
+    Returns its diagnostics values.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        values = {kv.key: kv.value for kv in ros_client.diagnostics(player).values}
+        if values.get('queued_s') == '0.000':
+            return values
+        if time.monotonic() > deadline:
+            raise AssertionError(f'the player still holds audio after {timeout} s: {values}')
+        time.sleep(0.1)
 
 
 def longest_silence(x, rate):
@@ -144,16 +188,15 @@ def test_tts_node_speaks_through_player_node_into_pulseaudio(pulse, ros_client, 
             time.sleep(0.05)
         wait_until_matched(player)
         recording = pulse.record()
-        time.sleep(0.3)
         text = 'こんにちは。ロボットが話しています、聞こえますか。'
         t_text = time.monotonic()
         pub.publish(String(data=text))
         rec.wait_quiet(quiet_s=1.0, timeout=60)
-        time.sleep(0.5)  # the last chunk's way through the device
-        heard = recording.stop()
         msgs = [m for _, m in rec.msgs]
         assert msgs and all(m.audio.info.rate == SINK_RATE for m in msgs)
         reference = stamped_timeline(msgs, SINK_RATE)
+        wait_heard(recording, reference)  # the last chunk's way through the device
+        heard = recording.stop()
         lag, corr = assert_recording_matches(heard, reference, 2048)
         first_sound = recording.t0 + loud_extent(heard)[0] / SINK_RATE
         latency = first_sound - t_text
@@ -220,7 +263,7 @@ def publish_utterance(pub, node, samples, rate, chunk):
         info.format, info.channels, info.rate, info.chunk = 8, 1, rate, chunk
         msg.audio.audio_data.int16_data = part.tolist()
         wait = start + (k - 2 * chunk) / rate - time.monotonic()
-        if wait > 0:
+        if wait > 0:  # real time: a publisher that paces its chunks at playback rate
             time.sleep(wait)
         pub.publish(msg)
 
@@ -234,22 +277,27 @@ def test_player_follows_a_rate_change_between_utterances(pulse, ros_client, devi
     from ros_utils import new_namespace
 
     ns = new_namespace()
-    player = start_player(pulse, ns, device_rate=device_rate)
+    # Diagnostics 5 times a second: the test waits on them between the utterances.
+    player = start_player(pulse, ns, device_rate=device_rate, diagnostics_period_s=0.2)
     try:
         pub = ros_client.node.create_publisher(AudioStamped, f'{ns}/audio', 100)
         deadline = time.monotonic() + 10
         while pub.get_subscription_count() < 1 and time.monotonic() < deadline:
             time.sleep(0.05)
         wait_until_matched(player)
-        time.sleep(0.3)
         recording = pulse.record()
-        time.sleep(0.2)
         parts = []
         for rate, seed in ((16000, 1), (22050, 2)):
+            start = recorded(recording).size
             samples = noise_utterance(rate, 1.0, seed)
             publish_utterance(pub, ros_client.node, samples, rate, 1024)
             parts.append(soxr.resample(samples / 32768.0, rate, SINK_RATE))
-            time.sleep(1.5)
+            # Between utterances: the player has rendered all of it (its resampler's tail
+            # too) and the sink has played it, for longer than the device's latency (the
+            # player reopens the device only once what it rendered has been heard).
+            latency = float(wait_player_idle(ros_client, player)['output_latency_s'])
+            wait_heard(recording, parts[-1], start=start, tolerance=int(0.05 * SINK_RATE),
+                       quiet_s=latency + 0.05)
         heard = recording.stop()
         for part in parts:  # each utterance is in the recording, whole and unbroken
             lag = best_lag(heard, part)
@@ -296,18 +344,21 @@ def test_player_plays_out_what_it_holds_when_it_is_stopped(pulse, ros_client):
     from ros_utils import new_namespace
 
     ns = new_namespace()
-    player = start_player(pulse, ns)
+    # Diagnostics every 0.1 s: the test stops the player once they count every chunk,
+    # while most of the audio is still queued.
+    player = start_player(pulse, ns, diagnostics_period_s=0.1)
     pub = ros_client.node.create_publisher(AudioStamped, f'{ns}/audio', 100)
     try:
         deadline = time.monotonic() + 10
         while pub.get_subscription_count() < 1 and time.monotonic() < deadline:
             time.sleep(0.05)
         wait_until_matched(player)
-        time.sleep(0.3)
         recording = pulse.record()
         samples = noise_utterance(SINK_RATE, 1.5, 3)
-        publish_stamped(pub, samples, ros_client.node.get_clock().now().nanoseconds)
-        time.sleep(0.3)  # delivered; most of it still queued in the player
+        n = publish_stamped(pub, samples, ros_client.node.get_clock().now().nanoseconds)
+        # Delivered (the player counts every chunk), and most of it still queued in it.
+        values = player_diagnostics(ros_client, player, chunks=n)
+        assert values['chunks'] == str(n) and float(values['queued_s']) > 0.5, values
         assert player.stop() == 0, player.log()
         heard = recording.stop()
         ref = samples / 32768.0
@@ -409,10 +460,9 @@ def test_deactivate_answers_at_once_and_the_audio_still_plays_out(pulse, ros_cli
         values = {kv.key: kv.value for kv in ros_client.diagnostics(player).values}
         assert values.get('chunks') == str(chunks), values
         ref = samples / 32768.0
-        deadline = time.monotonic() + 30
-        while (recording.path.stat().st_size // 2 < recorded_at_answer + ref.size
-               and time.monotonic() < deadline):
-            time.sleep(0.1)  # the recorder writes as the sink plays
+        # All of it out of the sink. Not "ref.size samples after the answer": the sound
+        # may start after the answer (in one full run, at least 50 ms after).
+        wait_heard(recording, ref)
         heard = recording.stop()
         lag = best_lag(heard, ref)
         # The transition answered with at least a second of the audio still to play.
@@ -463,7 +513,7 @@ def test_a_canceled_utterance_stops_at_once_without_a_click(pulse, ros_client):
             due = t_first + k * chunk / SINK_RATE - 0.3
             if due > t_first + 0.6 - 0.3:
                 break
-            if due > time.monotonic():
+            if due > time.monotonic():  # real time: paced as tts_node paces
                 time.sleep(due - time.monotonic())
             publish_stamped(pub, tone[k * chunk:(k + 1) * chunk],
                             t0_ns + int(round(k * chunk / SINK_RATE * 1e9)), chunk)
@@ -479,9 +529,11 @@ def test_a_canceled_utterance_stops_at_once_without_a_click(pulse, ros_client):
         deadline = time.monotonic() + 10
         while int(values.get('cut_late_chunks', 0)) < 1 and time.monotonic() < deadline:
             values = {kv.key: kv.value for kv in ros_client.diagnostics(player).values}
+        # A real duration: 0.8 s of the sink past the end mark, to show that nothing
+        # plays after the cut (the recorder writes as the sink plays).
         while (recording.path.stat().st_size // 2 <
                (t_end - recording.t0 + 0.8) * SINK_RATE and time.monotonic() < deadline):
-            time.sleep(0.05)  # the recorder writes as the sink plays
+            time.sleep(0.05)
         heard = recording.stop()
         first, last = loud_extent(heard)
         latency = float(values['output_latency_s'])
@@ -564,9 +616,11 @@ def test_a_canceled_goal_goes_silent_on_the_speaker_at_once(pulse, ros_client):
         values = {}
         while int(values.get('cut_utterances', 0)) < 1 and time.monotonic() < deadline:
             values = {kv.key: kv.value for kv in ros_client.diagnostics(player).values}
+        # A real duration: 1 s of the sink past the cancel, to show that nothing plays
+        # after the cut (the recorder writes as the sink plays).
         while (recording.path.stat().st_size // 2 < (t_cancel - recording.t0 + 1.0)
                * SINK_RATE and time.monotonic() < deadline):
-            time.sleep(0.05)  # the recorder writes as the sink plays
+            time.sleep(0.05)
         heard = recording.stop()
         first, last = loud_extent(heard)
         latency = float(values['output_latency_s'])
