@@ -48,7 +48,6 @@ from .node.diagnostics import Snapshot, SpeechStats, build_status, rate_values
 from .node.engine_loader import EngineLoader, EngineSource
 from .node.restarts import RunRecord
 from .node.status import publish_status
-from .node.executor_wait import caught_up
 from .node.runner import GOALS_END_TIMEOUT_S, RESULT_FLUSH_TIMEOUT_S, run
 from .node.parameters import (PARAMETERS, SCHEDULER_PARAMETERS, VOICE_PARAMETERS, Apply,
                               declare_all, parameter_table, scheduler_config, voice_params)
@@ -249,9 +248,6 @@ class TTSNode(TeardownNode):
 
     def _teardown(self) -> None:
         self._speech_in.close()
-        # Counted before the scheduler ends them: their coroutines may all have returned
-        # by the time it has, and their results still be queued to go out.
-        had_goals = self._say is not None and self._say.goals_running > 0
         if self._scheduler is not None:
             # Every utterance ends; goals get their results. A synthesis call that cannot
             # be aborted (Open JTalk, CUDA, g2p) may outlive the wait: the engine is then
@@ -268,14 +264,18 @@ class TTSNode(TeardownNode):
             self._offboard.destroy()
             self._offboard = None
         if self._say is not None:
-            # Goals end as their coroutines resume on other executor threads; their
-            # results are sent by executor tasks queued when each coroutine returns.
+            # Goals end as their coroutines resume on executor threads; their results are
+            # sent by executor tasks queued when each coroutine returns, and requests
+            # clients sent before the teardown (cancels, result requests) may still be
+            # queued: destroy() answers them all first. On the main thread (the runner's
+            # shutdown after a signal) nothing else spins the executor: spin it here.
+            spin = threading.current_thread() is threading.main_thread()
             if not self._say.wait_idle(GOALS_END_TIMEOUT_S):
                 self.get_logger().warning('a say goal did not end in time; its result may '
                                           'be lost')
-            if had_goals and not caught_up(self.executor, RESULT_FLUSH_TIMEOUT_S):
-                self.get_logger().warning('goal results may not all have gone out')
-            self._say.destroy()
+            if not self._say.destroy(RESULT_FLUSH_TIMEOUT_S, spin=spin):
+                self.get_logger().warning('say requests or goal results may not all have '
+                                          'been answered')
             self._say = None
         for srv in (self._stop_srv,):
             if srv is not None:

@@ -4,8 +4,9 @@
 
 SensorDataQoS (best effort, keep-last 5) and one blocking write per chunk: a write on a
 one-chunk device buffer returns when the previous chunk has played, so chunks are taken at
-exactly playback rate. Usage: ``python blocking_player.py TOPIC OUT.npy``; on SIGINT it
-writes every chunk it received (int16, one row per chunk) to OUT.npy and exits.
+exactly playback rate. Usage: ``python blocking_player.py TOPIC OUT.npy``; it prints
+``ready`` once subscribed, then the number of chunks received so far after each chunk; on
+SIGINT it writes every chunk it received (int16, one row per chunk) to OUT.npy and exits.
 """
 
 import signal
@@ -31,6 +32,7 @@ def main() -> None:
 
     def on_msg(msg):
         chunks.append(np.asarray(msg.audio.audio_data.int16_data, np.int16))
+        print(len(chunks), flush=True)
         now = time.monotonic()
         starts = max(now, playing_until[0])
         playing_until[0] = starts + msg.audio.info.chunk / msg.audio.info.rate

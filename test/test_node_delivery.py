@@ -11,6 +11,7 @@
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from action_msgs.msg import GoalStatus
 from std_msgs.msg import String
 
 from hayakoe_ros.say_client import FEEDBACK_DEPTH
-from ros_utils import NodeProcess, wait_future
+from ros_utils import NodeProcess, send_goal, wait_future
 
 pytestmark = pytest.mark.ros
 
@@ -41,23 +42,35 @@ def test_depth5_best_effort_player_at_playback_rate_loses_no_chunk(ojt_node, ros
                                                                   tmp_path):
     """mgonzs13's player's QoS and consumption (test/blocking_player.py, own process)."""
     topic = ojt_node.topic('audio')
+    mark = ojt_node.log_mark()
     reference = ros_client.audio_recorder(topic)  # reliable, depth 1000: everything
     out = tmp_path / 'player.npy'
     player = subprocess.Popen([sys.executable, str(Path(__file__).parent / 'blocking_player.py'),
                                topic, str(out)], stdout=subprocess.PIPE, text=True)
     pub = ros_client.node.create_publisher(String, ojt_node.topic('text'), 10)
+    played: list = []  # the player's count of chunks received, as it prints them
     try:
         assert player.stdout.readline().strip() == 'ready'
+        threading.Thread(target=lambda: played.extend(int(line) for line in player.stdout),
+                         daemon=True).start()
+        # What is published reaches both subscribers once the node's audio writer has
+        # matched them (it logs each match) and this text writer has matched the node.
         deadline = time.monotonic() + 10
-        while (ros_client.node.count_subscribers(topic) < 2
+        while (ojt_node.log()[mark:].count(f'{topic}: a subscriber matched') < 2
                or pub.get_subscription_count() < 1) and time.monotonic() < deadline:
             time.sleep(0.05)
-        time.sleep(0.5)
+        assert pub.get_subscription_count() >= 1, 'the node does not take text'
+        assert ojt_node.log()[mark:].count(f'{topic}: a subscriber matched') >= 2, \
+            ojt_node.log()[mark:]
         for text in TEXTS:  # one after another: each utterance starts on an idle node
             n = reference.count()
             pub.publish(String(data=text))
             reference.wait_quiet(quiet_s=0.8, timeout=60, min_count=n + 1)
-        time.sleep(1.0)  # the player works through what it holds
+        # The player takes chunks at playback rate: it may still hold a few. A lost chunk
+        # never arrives: the comparison below then names the shortfall.
+        deadline = time.monotonic() + 10
+        while (not played or played[-1] < reference.count()) and time.monotonic() < deadline:
+            time.sleep(0.05)
     finally:
         player.send_signal(signal.SIGINT)
         player.wait(20)
@@ -82,7 +95,15 @@ def test_feedback_client_stalling_0_3_s_loses_no_chunk(ojt_node, ros_client):
                           feedback_sub_qos_profile=QoSProfile(
                               depth=FEEDBACK_DEPTH, reliability=ReliabilityPolicy.RELIABLE))
     assert action.wait_for_server(timeout_sec=30)
-    time.sleep(0.5)
+    # Feedback is volatile: the server's feedback writer must have matched this client's
+    # reader before the goal's first chunk. Nothing shows that match from here but a
+    # feedback message that arrives: short goals until one has.
+    warmed: list = []
+    deadline = time.monotonic() + 30
+    while not warmed and time.monotonic() < deadline:
+        warm_up, warmed = send_goal(ros_client, action, 'あ。')
+        wait_future(warm_up.get_result_async(), 30)
+    assert warmed, 'no feedback reached this client'
     reference = ros_client.audio_recorder(ojt_node.topic('audio'), node=ojt_node)
     ros_client.wait_for_subscribers(ojt_node.topic('audio'))
     feedback = []
@@ -90,7 +111,9 @@ def test_feedback_client_stalling_0_3_s_loses_no_chunk(ojt_node, ros_client):
     def on_feedback(fb):
         feedback.append(fb.feedback.audio)
         if len(feedback) % 15 == 1:
-            time.sleep(0.3)  # e.g. a disk write or a GC pause in the client
+            # The scenario, not a wait: a client that stalls (e.g. a disk write or a GC
+            # pause) while chunks keep coming.
+            time.sleep(0.3)
 
     text = 'こんにちは。フィードバックを受け取る側が、ときどき止まります。大丈夫でしょうか。'
     handle = wait_future(action.send_goal_async(TTS.Goal(text=text),
@@ -98,7 +121,11 @@ def test_feedback_client_stalling_0_3_s_loses_no_chunk(ojt_node, ros_client):
     result = wait_future(handle.get_result_async(), 60)
     assert result.status == GoalStatus.STATUS_SUCCEEDED
     reference.wait_quiet(quiet_s=0.5, timeout=30)
-    time.sleep(1.0)  # the stalled callback catches up
+    # The stalled callback catches up with what its queue holds; a lost chunk never
+    # arrives: the comparison below then names the shortfall.
+    deadline = time.monotonic() + 10
+    while len(feedback) < reference.count() and time.monotonic() < deadline:
+        time.sleep(0.05)
     want = [m for _, m in reference.msgs]
     assert len(want) > 45  # at least 3 stalls happened while chunks kept coming
     assert len(feedback) == len(want), f'feedback {len(feedback)} of {len(want)} chunks'

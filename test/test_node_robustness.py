@@ -6,8 +6,11 @@ import signal
 import time
 
 from action_msgs.msg import GoalStatus
+from audio_common_msgs.action import TTS
 from lifecycle_msgs.msg import Transition
+from lifecycle_msgs.srv import ChangeState
 import pytest
+from rclpy.action import ActionClient
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
@@ -72,6 +75,89 @@ def test_lifecycle_shutdown_while_speaking_answers_every_goal(tiny_model_root, r
             assert result.status == GoalStatus.STATUS_ABORTED
     finally:
         assert node.stop() == 0, node.log()
+
+
+#: Goals sent, then canceled, right before each shutdown.
+CANCELED_GOALS = 12
+#: From the last cancel request to the shutdown (s), one node per delay: requests still
+#: queued in the action server, in the middle of being served, or just served.
+SHUTDOWN_DELAYS_S = (0.0, 0.01, 0.02, 0.035, 0.05)
+
+
+def _cancel_then_shut_down(client, node, path: str, delay: float, made: list):
+    """Send the goals, cancel them all, shut ``node`` down ``delay`` s later.
+
+    Returns the result futures, the cancel futures and (lifecycle path) the change_state
+    future. The clients it makes are appended to ``made``, to be destroyed after the test.
+    """
+    action: ActionClient = ActionClient(client.node, TTS, node.topic('say'))
+    made.append(action.destroy)
+    assert action.wait_for_server(timeout_sec=30)
+    if path == 'lifecycle':
+        srv = client.node.create_client(ChangeState, node.topic(f'{node.name}/change_state'))
+        made.append(lambda: client.node.destroy_client(srv))
+        assert srv.wait_for_service(timeout_sec=10)
+        transition = ChangeState.Request()
+        transition.transition.id = Transition.TRANSITION_ACTIVE_SHUTDOWN
+    handles = [send_goal(client, action, LONG)[0] for _ in range(CANCELED_GOALS)]
+    results = [h.get_result_async() for h in handles]
+    cancels = [h.cancel_goal_async() for h in handles]
+    time.sleep(delay)  # part of the scenario: the shutdown comes this long after the cancels
+    if path == 'lifecycle':
+        changed = srv.call_async(transition)
+    else:
+        node.proc.send_signal(signal.SIGINT)
+        changed = None
+    return results, cancels, changed
+
+
+@pytest.mark.parametrize('path', ['sigint', 'lifecycle'])
+def test_cancel_requests_queued_at_shutdown_are_answered(path, ros_client):
+    """Every cancel request sent just before a shutdown gets a response, every goal a result.
+
+    The nodes start together and each run shuts its node down while the runs before it
+    are still exiting, which keeps the test short and the machine busy.
+    """
+    nodes = [NodeProcess({'engine': 'openjtalk'}, wait_ready=False) for _ in SHUTDOWN_DELAYS_S]
+    runs = []
+    made: list = []
+    try:
+        for node in nodes:
+            node.wait_until_ready(60)
+        for node, delay in zip(nodes, SHUTDOWN_DELAYS_S):
+            runs.append((node, delay,
+                         *_cancel_then_shut_down(ros_client, node, path, delay, made)))
+        problems = []
+        for node, delay, results, cancels, changed in runs:
+            status = node.proc.wait(20)
+            # The process is gone: what it sent arrives at once, the rest never will.
+            deadline = time.monotonic() + 5
+            futures = [*results, *cancels] + ([changed] if changed is not None else [])
+            while not all(f.done() for f in futures) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            unanswered = sum(not f.done() for f in cancels)
+            no_result = sum(not f.done() for f in results)
+            no_response = changed is not None and not changed.done()
+            if status or unanswered or no_result or no_response:
+                log = node.log().splitlines()
+                said = [line for line in log if line.startswith(('[WARN]', '[ERROR]'))]
+                problems.append(f'shutdown {delay * 1000:.0f} ms after the cancels: exit '
+                                f'status {status}, {unanswered} cancel request(s) '
+                                f'unanswered, {no_result} goal(s) without a result, '
+                                f'change_state unanswered: {no_response} (node log: '
+                                f'{said + log[-1:] if status else said})')
+                continue
+            if changed is not None:
+                assert changed.result().success
+            for future in results:
+                assert future.result().status in (GoalStatus.STATUS_ABORTED,
+                                                  GoalStatus.STATUS_CANCELED)
+        assert not problems, f'{path}: ' + '; '.join(problems)
+    finally:
+        for node in nodes:
+            node.stop()
+        for destroy in made:
+            destroy()
 
 
 @pytest.mark.long  # about 10 s here; the flood of goals under stop stays quick

@@ -11,6 +11,11 @@ Threads: ``accept``/``cancel`` callbacks and the execute coroutine run on execut
 (reentrant group); ``on_done`` and ``on_chunk`` come from the scheduler's threads (see
 :mod:`hayakoe_ros.speech.scheduler`). ``self._lock`` guards the goal table; it is never
 held while calling into the scheduler's cancel path from ``on_done``.
+
+At teardown, :meth:`SayActionServer.destroy` answers the goal, cancel and result requests
+already received before the server goes away (a client's cancel sent just before a
+shutdown gets its response), then withdraws the server from the executor before
+destroying it.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
 
 from ..speech import CancelReason, Outcome, Utterance
+from .executor_wait import caught_up, spin_once
 from .parameters import MAX_QUEUE_LIMIT, RATE_RANGE, VOLUME_RANGE
 
 #: Language codes accepted on goals: Japanese, plus empty and the action's default "en"
@@ -46,6 +52,14 @@ BURST_DEPTH = MAX_QUEUE_LIMIT + 16
 CANCEL_STATE_TIMEOUT_S = 2.0
 #: How often it looks (s): the transition is microseconds away, so one look usually ends it.
 CANCEL_STATE_POLL_S = 0.002
+
+#: Waits of the executor in a row that must find the server with nothing to take before
+#: its requests count as drained: the first may have begun before the drain did.
+DRAINED_WAITS = 2
+#: Longest single ``spin_once`` while draining from the thread that spins (s).
+DRAIN_SPIN_S = 0.05
+#: Default longest wait for each step of :meth:`SayActionServer.destroy` (s).
+DESTROY_STEP_TIMEOUT_S = 2.0
 
 
 def language_error(code: str) -> Optional[str]:
@@ -67,6 +81,94 @@ def goal_error(goal: TTS.Goal) -> Optional[str]:
             return f'{field} {value} is out of range [{low}, {high}]'
     return None
 
+
+
+class _DrainableActionServer(ActionServer):
+    """rclpy's ``ActionServer``, telling when every request it has received is answered.
+
+    rclpy has no event for that. The executor calls :meth:`is_ready` after every wait the
+    server took part in (never while a request it found is not yet taken), and a request
+    is taken (:meth:`take_data`) and answered (:meth:`execute`) by one handler. So: once
+    :data:`DRAINED_WAITS` waits in a row found nothing ready and no handler is between
+    its take and the end of its execute, every request received before is answered
+    (a goal's result, sent when the goal ends, aside: see :meth:`SayActionServer.destroy`).
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        # Set before the base class adds the server to the node: the executor may call
+        # is_ready from then on.
+        self.activity = threading.Condition()
+        self.idle_waits = 0  # executor waits that found nothing ready
+        self.busy = 0  # handlers between take_data and the end of execute
+        self.changes = 0  # bumped, with a notify, whenever one of the above changes
+        super().__init__(*args, **kwargs)
+
+    def _changed(self) -> None:
+        self.changes += 1
+        self.activity.notify_all()
+
+    def is_ready(self, wait_set) -> bool:
+        """The base class's answer; counts the waits that found nothing ready."""
+        ready = super().is_ready(wait_set)
+        with self.activity:
+            if not ready:
+                self.idle_waits += 1
+            self._changed()
+        return ready
+
+    def take_data(self):
+        """The base class's take; the handler counts as busy until its execute ends."""
+        with self.activity:
+            self.busy += 1
+            self._changed()
+        try:
+            return super().take_data()
+        except BaseException:
+            with self.activity:
+                self.busy -= 1
+                self._changed()
+            raise
+
+    async def execute(self, taken_data) -> None:
+        """The base class's execute (which sends the responses), then not busy."""
+        try:
+            await super().execute(taken_data)
+        finally:
+            with self.activity:
+                self.busy -= 1
+                self._changed()
+
+    def wait_drained(self, executor, timeout: float, spin: bool) -> bool:
+        """Wait until every request received before this call has been answered.
+
+        Args:
+            executor: The executor that serves the server.
+            timeout: Longest wait (s, monotonic).
+            spin: True from the thread that spins ``executor`` (outside any callback):
+                it is spun here. False while other threads spin it: it is woken, so that
+                it waits again at once rather than at its own timeout.
+
+        Returns:
+            True when drained; False at the timeout.
+        """
+        deadline = time.monotonic() + timeout
+        with self.activity:
+            target = self.idle_waits + DRAINED_WAITS
+        while True:
+            with self.activity:
+                if self.idle_waits >= target and not self.busy:
+                    return True
+                seen = self.changes
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            if spin:
+                spin_once(executor, min(left, DRAIN_SPIN_S))
+                continue
+            executor.wake()
+            with self.activity:
+                if self.changes == seen:
+                    self.activity.wait(left)
 
 
 @dataclasses.dataclass
@@ -105,7 +207,7 @@ class SayActionServer:
         self._lock = threading.Condition()  # notified when a goal leaves the table
         self._goals: dict = {}
         burst = QoSProfile(depth=BURST_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
-        self._server = ActionServer(
+        self._server = _DrainableActionServer(
             node, TTS, name, execute_callback=self._execute, goal_callback=self._on_goal,
             handle_accepted_callback=self._on_accepted, cancel_callback=self._on_cancel,
             callback_group=callback_group, goal_service_qos_profile=burst,
@@ -125,9 +227,40 @@ class SayActionServer:
         with self._lock:
             return self._lock.wait_for(lambda: not self._goals, timeout)
 
-    def destroy(self) -> None:
-        """Destroy the action server (call once no goal is running, or they are lost)."""
-        self._server.destroy()
+    def destroy(self, timeout: float = DESTROY_STEP_TIMEOUT_S, spin: bool = False) -> bool:
+        """Answer the requests received so far, then destroy the action server.
+
+        Call once no goal is running (a running goal's result is lost). Requests a client
+        sent before the teardown (a cancel, a result request) may still wait in the
+        server's queues: they are taken and answered first, and the results of goals that
+        ended are sent (:func:`.executor_wait.caught_up`). Then the server is withdrawn
+        from the node and destroyed only once the thread that spins has built a wait set
+        without it: destroying it while that thread adds it to one raises there (rclpy
+        passes over a server it cannot enter, then adds it anyway) and ends the process.
+
+        Args:
+            timeout: Longest wait for each of these steps (s).
+            spin: True when called from the thread that spins the node's executor
+                (outside any callback): it is spun here. False while other threads spin it.
+
+        Returns:
+            False when a step timed out (a response may not have gone out).
+        """
+        executor = self._node.executor
+        if executor is None or self._node not in executor.get_nodes():
+            # Nothing serves it (or the executor was shut down): nothing builds wait sets
+            # from it either.
+            self._server.destroy()
+            return True
+        done = self._server.wait_drained(executor, timeout, spin)
+        done = caught_up(executor, timeout, spin=spin) and done
+        self._node.remove_waitable(self._server)
+        done = caught_up(executor, timeout, spin=spin) and done
+        try:
+            self._server.destroy()
+        except ValueError:  # its last step, removing it from the node, was done above
+            pass
+        return done
 
     # -------------------------------------------------------------- callbacks
     @staticmethod
