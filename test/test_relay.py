@@ -158,10 +158,19 @@ def test_the_host_speaks_and_the_robot_relays_its_audio_and_marks_at_its_own_rat
     assert utt.spoken_by == f'host {Host.name}'
     hosted = host.calls[0].utt
     assert hosted.outcome is Outcome.SUCCEEDED
-    # The host's audio, resampled 44.1 -> 48 kHz: the same length in seconds.
+    # The host's first piece (one 44.1 kHz chunk, less the held tail and the resampler's
+    # delay) is shorter than one robot chunk: it goes out at once as a whole chunk,
+    # padded in front with silence, rather than waiting for the host's next piece.
+    first = robot.chunks[0]
+    assert first.valid_frames == first.samples.size == 2048
+    lead = int(np.argmax(first.samples != 0))
+    assert 0 < lead < 2048 and not first.samples[:lead].any()
+    # Then the host's audio, resampled 44.1 -> 48 kHz: the same length in seconds.
     assert utt.sample_rate == 48000
-    assert abs(utt.audio_s - hosted.audio_s) < 0.002, (utt.audio_s, hosted.audio_s)
-    # Every sentence and word of the host, at the host's offsets, once.
+    relayed_s = utt.audio_s - lead / 48000
+    assert abs(relayed_s - hosted.audio_s) < 0.002, (relayed_s, hosted.audio_s)
+    # Every sentence and word of the host, at the host's offsets, once, none in the lead.
+    assert min(m.position for m in robot.marks if m.kind == 'word') >= lead
     words = [(m.start, m.end) for m in robot.marks if m.kind == 'word']
     assert words and words == sorted(words)
     assert sentence_starts(robot.marks) == [0, TEXT.index('今日'), TEXT.index('明日')]
@@ -253,3 +262,4 @@ def test_backoff_grows_after_repeated_failures_and_resets_on_success():
     health.succeeded()
     assert health.failures == 0 and health.due()
     assert health.values()['offboard_last_failure'] == 'lost'
+

@@ -212,7 +212,7 @@ class _Relayed:
 def speak_attempt(engine: Engine, remote: Optional[RemoteVoice], health: HostHealth,
                   utt: Utterance, attempt: Attempt, gain: float, put: Put,
                   clock: Callable[[], float], pacing: Pacing, timeout_s: float,
-                  stall_s: float) -> None:
+                  stall_s: float, chunk_frames: int = 0) -> None:
     """Speak one attempt at ``utt``: with the remote voice when there is one, else the engine.
 
     Args:
@@ -227,6 +227,8 @@ def speak_attempt(engine: Engine, remote: Optional[RemoteVoice], health: HostHea
         pacing: For the engine (:func:`.synthesis.synthesize_utterance`).
         timeout_s: ``offboard_timeout_s`` (s).
         stall_s: ``offboard_stall_s`` (s).
+        chunk_frames: The publisher's chunk (samples): a first relayed piece shorter than
+            that is padded in front with silence to one chunk (see :class:`_Stream`).
     """
     utt.sample_rate = engine.sample_rate
     if remote is None:
@@ -236,7 +238,8 @@ def speak_attempt(engine: Engine, remote: Optional[RemoteVoice], health: HostHea
     elif not health.due():
         utt.spoken_by = f'onboard (the host is retried later; last: {health.last_reason})'
     else:
-        relayed = _relay(remote, utt, attempt, gain, put, clock, timeout_s, stall_s)
+        relayed = _relay(remote, utt, attempt, gain, put, clock, timeout_s, stall_s,
+                         chunk_frames)
         if relayed.stopped:
             return
         if relayed.done:
@@ -261,21 +264,24 @@ def speak_attempt(engine: Engine, remote: Optional[RemoteVoice], health: HostHea
 
 
 def _relay(remote: RemoteVoice, utt: Utterance, attempt: Attempt, gain: float, put: Put,
-           clock: Callable[[], float], timeout_s: float, stall_s: float) -> _Relayed:
+           clock: Callable[[], float], timeout_s: float, stall_s: float,
+           chunk_frames: int = 0) -> _Relayed:
     """Relay the remote voice's audio and marks until it ends, fails or is canceled."""
     try:
         call = remote.call(utt.source, 1.0 / utt.voice.length_scale)
     except RemoteUnavailable as exc:
         return _Relayed(reason=str(exc))
     try:
-        return _relay_call(call, utt, attempt, gain, put, clock, timeout_s, stall_s)
+        return _relay_call(call, utt, attempt, gain, put, clock, timeout_s, stall_s,
+                           chunk_frames)
     finally:
         call.close()
 
 
 def _relay_call(call: RemoteCall, utt: Utterance, attempt: Attempt, gain: float, put: Put,
-                clock: Callable[[], float], timeout_s: float, stall_s: float) -> _Relayed:
-    relay = _Stream(utt, attempt, gain)
+                clock: Callable[[], float], timeout_s: float, stall_s: float,
+                chunk_frames: int = 0) -> _Relayed:
+    relay = _Stream(utt, attempt, gain, chunk_frames)
     started = clock()
     last_audio: Optional[float] = None
     ended: Optional[float] = None  # when the goal's success came (the last event since)
@@ -313,9 +319,19 @@ def _relay_call(call: RemoteCall, utt: Utterance, attempt: Attempt, gain: float,
 
 
 class _Stream:
-    """The relayed audio of one attempt: resampling, gain, the held fade tail, marks."""
+    """The relayed audio of one attempt: resampling, gain, the held fade tail, marks.
 
-    def __init__(self, utt: Utterance, attempt: Attempt, gain: float) -> None:
+    The publisher sends whole chunks of ``chunk_frames``, and the host's first piece, less
+    the held tail and the resampler's delay, can fall short of one (2048 samples at 44.1
+    kHz give 1301 at 48 kHz): the robot's first chunk would then wait for the host's
+    next piece, about 100 ms later with the full-size model (its second decoder window).
+    So a short first piece is padded in front with silence to one chunk: the robot's
+    first audio goes out with the host's, its sound a few ms into the chunk, and every
+    later sample (and mark) that much later.
+    """
+
+    def __init__(self, utt: Utterance, attempt: Attempt, gain: float,
+                 chunk_frames: int = 0) -> None:
         self.utt, self.attempt, self.gain = utt, attempt, gain
         self.rate = utt.sample_rate
         self.resampler: Optional[soxr.ResampleStream] = None
@@ -325,6 +341,8 @@ class _Stream:
         self.tail = np.zeros(0, np.float32)
         self.hold = max(1, int(round(FADE_S * self.rate)))
         self.handed = 0
+        self.chunk_frames = int(chunk_frames)
+        self.lead = 0  # samples of silence put before the host's first sample
         self.marks: list = []     # received, not handed over yet
         self.word_ends: list = []  # (sample end, character end) of every word received
 
@@ -332,7 +350,7 @@ class _Stream:
         """Put a remote mark on the robot's sample axis (start and end marks are ours)."""
         if event.kind in ('start', 'end'):
             return
-        mark = Mark(event.kind, int(round(event.time_s * self.rate)),
+        mark = Mark(event.kind, self.lead + int(round(event.time_s * self.rate)),
                     int(round(event.duration_s * self.rate)), event.start, event.end,
                     event.value)
         self.marks.append(mark)
@@ -365,6 +383,12 @@ class _Stream:
         if not pcm.size and not last:
             return True
         out = to_int16(apply_gain_and_limit(pcm, self.gain, self.rate))
+        if not self.handed and not last and 0 < out.size < self.chunk_frames:
+            self.lead = self.chunk_frames - out.size
+            out = np.concatenate([np.zeros(self.lead, np.int16), out])
+            self.marks = [dataclasses.replace(m, position=m.position + self.lead)
+                          for m in self.marks]
+            self.word_ends = [(e + self.lead, c) for e, c in self.word_ends]
         end = self.handed + out.size
         marks = tuple(m for m in self.marks if last or m.position < end)
         self.marks = [m for m in self.marks if not (last or m.position < end)]

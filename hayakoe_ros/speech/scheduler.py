@@ -372,4 +372,5 @@ class SpeechScheduler(Publishing, ThreadGuard):
                           cfg.volume * utt.volume, self._put, self._clock,
                           Pacing(self.rates, cfg.gapless and cfg.pacing, cfg.pacing,
                                  cfg.max_segment_chars),
-                          cfg.offboard_timeout_s, cfg.offboard_stall_s)
+                          cfg.offboard_timeout_s, cfg.offboard_stall_s,
+                          cfg.chunk_frames)
