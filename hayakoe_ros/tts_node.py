@@ -235,6 +235,10 @@ class TTSNode(TeardownNode):
         """Number of ``say`` goals whose execute callback has not returned yet."""
         return self._say.goals_running if self._say is not None else 0
 
+    def last_goal_end(self) -> Optional[float]:
+        """``time.monotonic()`` of the newest ``say`` goal's end, or None (runner)."""
+        return self._say.last_goal_end if self._say is not None else None
+
     @staticmethod
     def wait_released(timeout: float) -> bool:
         """Nothing outlives a transition here: teardown ends what it starts (runner)."""

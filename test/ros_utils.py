@@ -9,12 +9,14 @@ import tempfile
 import threading
 import time
 from typing import Optional
+import uuid
 
 import numpy as np
 import rclpy
 from audio_common_msgs.action import TTS
 from audio_common_msgs.msg import AudioStamped
-from lifecycle_msgs.srv import ChangeState
+from action_msgs.srv import CancelGoal
+from lifecycle_msgs.srv import ChangeState, GetState
 from rclpy.action import ActionClient
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
@@ -108,10 +110,13 @@ class Client:
             return self._action_clients[name]
         client: ActionClient = ActionClient(self.node, TTS, name)
         assert client.wait_for_server(timeout_sec=30), f'no action server {name}'
-        # No settle time: the server's feedback writer matching this client is not
-        # visible from here, but a goal's first feedback follows its acceptance (a round
-        # trip the server answers only once it has discovered this client) and at least
-        # one synthesis.
+        # The server answering this participant: a goal's first feedback follows its
+        # acceptance, and the acceptance needs the server to have discovered this
+        # client's reply reader (Fast DDS drops a response to a reader not matched
+        # within 100 ms: a first goal to a fresh node then went unanswered).
+        request = CancelGoal.Request()  # one goal id that is nobody's: no goal is touched
+        request.goal_info.goal_id.uuid = list(uuid.uuid4().bytes)
+        answered(self, CancelGoal, f'{name}/_action/cancel_goal', request)
         self._action_clients[name] = client
         return client
 
@@ -215,8 +220,34 @@ def send_goal(client, action, text: str, **fields) -> tuple:
     return handle, feedback
 
 
+def answered(client, srv_type, name: str, request, timeout: float = 30.0,
+             each: float = 1.0) -> None:
+    """Call service ``name`` with a request that changes nothing until one is answered.
+
+    A service's first answer to a participant it has not discovered yet can be lost (Fast
+    DDS waits 100 ms for the requester's reply reader to match, then drops the reply); a
+    harmless call repeated every ``each`` s until one comes back shows that the server
+    has discovered this client. Raises ``AssertionError`` after ``timeout`` s.
+    """
+    srv = client.node.create_client(srv_type, name)
+    try:
+        assert srv.wait_for_service(timeout_sec=timeout), f'no service {name}'
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            future = srv.call_async(request)
+            until = min(deadline, time.monotonic() + each)
+            while not future.done() and time.monotonic() < until:
+                time.sleep(0.01)
+            if future.done():
+                return
+        raise AssertionError(f'{name} never answered in {timeout} s')
+    finally:
+        client.node.destroy_client(srv)
+
+
 def change_state(client, node, transition_id) -> bool:
     """Request lifecycle transition ``transition_id`` of ``node``; return its success."""
+    answered(client, GetState, node.topic(f'{node.name}/get_state'), GetState.Request())
     srv = client.node.create_client(ChangeState, node.topic(f'{node.name}/change_state'))
     assert srv.wait_for_service(timeout_sec=10)
     req = ChangeState.Request()

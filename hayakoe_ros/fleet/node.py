@@ -281,6 +281,11 @@ class FleetNode(TeardownNode):
         """``say`` goals running on every robot together."""
         return sum(node.goals_running() for _r, node in self._robot_items())
 
+    def last_goal_end(self) -> Optional[float]:
+        """``time.monotonic()`` of the newest ``say`` goal's end on any robot, or None."""
+        ends = [e for _r, node in self._robot_items() if (e := node.last_goal_end()) is not None]
+        return max(ends, default=None)
+
     @staticmethod
     def wait_released(timeout: float) -> bool:
         """Nothing outlives a transition here: teardown ends what it starts."""

@@ -129,13 +129,19 @@ def run(factory: Callable, args=None, num_threads: int = 4) -> int:
                 spin_once(executor, 0.05)
             # Results go out in executor tasks queued when each execute callback returns.
             caught_up(executor, RESULT_FLUSH_TIMEOUT_S, spin=True)
-            if had_goals:
+            last = getattr(node, 'last_goal_end', lambda: None)()
+            recent = last is not None and time.monotonic() - last < SERVICE_RESPONSE_S
+            if had_goals or recent:
                 # A client asks for a goal's result with a request of its own, often only
                 # once it sees the goal end; the action server must still be there to
                 # answer it, and its reliable answer must be delivered before the writer
                 # goes away. Neither has an event to wait on (a full test run lost a
-                # result request that arrived after the flush above).
-                _spin_for(executor, SERVICE_RESPONSE_S)
+                # result request that arrived after the flush above; another, the result
+                # of a goal canceled 20 ms before the signal, when only goals still
+                # running kept this wait). So it lasts until SERVICE_RESPONSE_S after the
+                # newest goal's end.
+                since = 0.0 if had_goals or last is None else time.monotonic() - last
+                _spin_for(executor, SERVICE_RESPONSE_S - since)
             node.trigger_shutdown()
         else:  # the shutdown transition came as a service call: let its response go out
             # The response is sent after the callback returns, on another executor thread,

@@ -206,6 +206,7 @@ class SayActionServer:
         self._group = callback_group
         self._lock = threading.Condition()  # notified when a goal leaves the table
         self._goals: dict = {}
+        self._last_end: Optional[float] = None  # monotonic s of the newest goal's end
         burst = QoSProfile(depth=BURST_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
         self._server = _DrainableActionServer(
             node, TTS, name, execute_callback=self._execute, goal_callback=self._on_goal,
@@ -221,6 +222,12 @@ class SayActionServer:
         """Goals accepted whose execute callback has not returned."""
         with self._lock:
             return len(self._goals)
+
+    @property
+    def last_goal_end(self) -> Optional[float]:
+        """``time.monotonic()`` when the newest goal ended (its result on its way), or None."""
+        with self._lock:
+            return self._last_end
 
     def wait_idle(self, timeout: float) -> bool:
         """Wait until no execute callback runs (s); False if some still do at the timeout."""
@@ -335,6 +342,7 @@ class SayActionServer:
             goal_handle.request.text = ''
             with self._lock:
                 self._goals.pop(key, None)
+                self._last_end = time.monotonic()
                 self._lock.notify_all()
 
     async def _run(self, goal_handle, record: _Goal) -> TTS.Result:
