@@ -69,12 +69,16 @@ def spoken_by_host(robot: NodeProcess, obs, timeout: float = 60.0) -> None:
 
 
 def speak_and_break(obs, robot: NodeProcess, breaking) -> float:
-    """Start LONG on the robot, call ``breaking()`` 2.5 s of audio in; return when."""
+    """Start LONG on the robot, call ``breaking()`` 4 s of audio in; return when.
+
+    4 s is inside LONG's second sentence (each about 2.5 s and its pause): the first is
+    relayed whole by then, whatever the robot's first chunk carries before it.
+    """
     results = len(obs.of('result'))
     mark = robot.log_mark()
     since = time.monotonic()
     obs.say('/robot/say', LONG)
-    obs.wait(lambda o: _audio_s(o, since) >= 2.5, 60, '2.5 s of the robot audio')
+    obs.wait(lambda o: _audio_s(o, since) >= 4.0, 60, '4 s of the robot audio')
     breaking()
     broke = time.monotonic()
     obs.wait(lambda o: len(o.of('result')) > results, GOAL_S, 'the long goal')

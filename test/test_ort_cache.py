@@ -5,6 +5,7 @@
 Same audio, cached, invalidated, and a clean fallback to the plain model.
 """
 
+import json
 import logging
 import os
 import shutil
@@ -18,6 +19,7 @@ import pytest
 
 from hayakoe_ros.engines import ort_cache
 from hayakoe_ros.engines.base import VoiceParams
+from hayakoe_ros.engines.decoder_receptive import ChainSpec
 from hayakoe_ros.engines.hayakoe_engine import HayakoeEngine
 
 pytestmark = pytest.mark.unit
@@ -36,6 +38,13 @@ def _speak(engine: HayakoeEngine) -> tuple:
     voice = VoiceParams(style=engine.styles[0], noise=0.0, noise_w=0.0, sdp_ratio=0.0)
     audio = [engine.synthesize(t, voice) for t in TEXTS]
     return audio, engine.predict_pause(TEXTS[0], TEXTS[1], voice)
+
+
+def _decoder_pieces(root) -> int:
+    """How many pieces the tiny model's decoder is cut into (from its config)."""
+    config = json.loads((root / 'onnx' / 'speakers' / 'tiny-jp' / 'config.json')
+                        .read_text(encoding='utf-8'))['model']
+    return len(ChainSpec.from_config(config).pieces())
 
 
 def _cached_models(cache_dir) -> list:
@@ -67,8 +76,8 @@ def test_optimised_models_speak_exactly_like_the_plain_ones(tiny_model_root, tmp
             np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
         assert pause == pytest.approx(want_pause, abs=1e-6)
     # BERT, synthesizer and duration predictor, each converted once, and the pieces the
-    # synthesizer is cut into for the windowed decode (first stage, 4 decoder stages)
-    assert len(_cached_models(tmp_path)) == 3 + 5
+    # synthesizer is cut into for the windowed decode (its first stage and the decoder's)
+    assert len(_cached_models(tmp_path)) == 3 + 1 + _decoder_pieces(tiny_model_root)
 
 
 def test_second_request_uses_the_cached_copy(tiny_model_root, tmp_path):
@@ -163,4 +172,5 @@ def test_cpu_path_with_optimised_models_needs_no_torch(tiny_model_root, tmp_path
                           timeout=300, check=False, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert int(proc.stdout.split()[-1]) > 10000
-    assert len(_cached_models(tmp_path)) == 3 + 5  # the cut pieces too: no torch needed
+    # the cut pieces too: no torch needed
+    assert len(_cached_models(tmp_path)) == 3 + 1 + _decoder_pieces(tiny_model_root)
