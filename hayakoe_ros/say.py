@@ -23,9 +23,7 @@ as the node publishes them on ``marks`` (the topic beside the action: ``--action
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
 
 
 def main(argv=None) -> int:
@@ -85,15 +83,9 @@ def main(argv=None) -> int:
     # From here a signal only sets a flag: the ROS imports take a few tenths of a second,
     # and a KeyboardInterrupt raised inside them was swallowed there (measured: a Ctrl-C
     # 0.15 s after the start was lost and say waited its whole --timeout).
-    stop = threading.Event()
-    caught: list = []
+    from .say_signals import catch_signals  # no ROS
 
-    def on_signal(signum, _frame) -> None:
-        caught.append(signum)
-        stop.set()
-
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, on_signal)
+    stop, caught = catch_signals()
     from .say_client import run
     if stop.is_set():
         print('say: interrupted before anything was sent', file=sys.stderr)

@@ -34,6 +34,7 @@ from rclpy.signals import SignalHandlerOptions
 from std_msgs.msg import String
 
 from .say_marks import Timeline
+from .say_signals import catch_signals
 
 #: Depth of the client's feedback queue: the node's audio depth (qos_depth, 100): the WAV
 #: is written from feedback, and rclpy's default depth 10 lost chunks when the client
@@ -270,20 +271,6 @@ class SayClient(Node):
         raise Interrupted()
 
 
-def _catch_signals() -> tuple:
-    """SIGINT and SIGTERM from now on set an event: return it and the signals' list."""
-    stop = threading.Event()
-    caught: list = []
-
-    def on_signal(signum, _frame) -> None:
-        caught.append(signum)
-        stop.set()
-
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, on_signal)
-    return stop, caught
-
-
 def run(args, text: str, ros_args: list, stop: Optional[threading.Event] = None,
         caught: Optional[list] = None) -> int:
     """Speak ``text`` through the node's ``say`` action with the parsed ``args``.
@@ -301,7 +288,7 @@ def run(args, text: str, ros_args: list, stop: Optional[threading.Event] = None,
         130 after SIGINT (143 after SIGTERM), its goal canceled.
     """
     if stop is None or caught is None:
-        stop, caught = _catch_signals()
+        stop, caught = catch_signals()
     try:
         rclpy.init(args=['say'] + ros_args, signal_handler_options=SignalHandlerOptions.NO)
     except Exception as exc:  # e.g. UnknownROSArgsError: say what, no traceback
