@@ -94,15 +94,21 @@ def test_default_first_window_and_growth(engines, det_voice, tiny_model_root, tm
         windowed.set_first_window(0.001)
 
 
+def _random_latent(config: dict, frames: int, seed: int) -> tuple:
+    """A latent ``z`` [1, inter_channels, frames] and a speaker embedding ``g`` (float32)."""
+    rng = np.random.default_rng(seed)
+    z = rng.standard_normal((1, config['inter_channels'], frames)).astype(np.float32)
+    g = rng.standard_normal((1, config['gin_channels'], 1)).astype(np.float32) * 0.1
+    return z, g
+
+
 def test_receptive_field_is_the_decoder_s_own(engines, monkeypatch):
     """An impulse in the latent changes exactly the audio the chain says it reaches."""
     windowed, _ = engines
     staged = windowed.staged
     config = hk.model_config(windowed.speaker)
-    rng = np.random.default_rng(3)
     frames = 60
-    z = rng.standard_normal((1, config['inter_channels'], frames)).astype(np.float32)
-    g = rng.standard_normal((1, config['gin_channels'], 1)).astype(np.float32) * 0.1
+    z, g = _random_latent(config, frames, seed=3)
     n = frames * staged.hop
     base = staged.decode(z, g, 0, n)
     j = 30
@@ -133,11 +139,8 @@ def test_windows_in_a_row_recompute_only_each_piece_s_own_context(engines):
     """
     windowed, _ = engines
     staged = windowed.staged
-    config = hk.model_config(windowed.speaker)
-    rng = np.random.default_rng(5)
     frames = 50
-    z = rng.standard_normal((1, config['inter_channels'], frames)).astype(np.float32)
-    g = rng.standard_normal((1, config['gin_channels'], 1)).astype(np.float32) * 0.1
+    z, g = _random_latent(hk.model_config(windowed.speaker), frames, seed=5)
     runs: list = []
     originals = [s.run for s in staged.decoders]
     for n, session in enumerate(staged.decoders):
