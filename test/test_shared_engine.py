@@ -160,6 +160,64 @@ def test_each_window_advance_is_a_turn_of_its_own():
     assert engine.log == ['A#0', 'B', 'A#1', 'A#2']
 
 
+def test_robots_starting_at_once_each_get_their_first_window_before_a_second():
+    engine = GatedEngine()
+    shared = SharedEngine(engine)
+    views = [shared.view(n) for n in 'ABC']
+    threads = []
+
+    def speak(view, name):
+        return [w.audio.size for w in view.synthesize_windows(name, VOICE)]
+
+    threads.append(run_in_thread(speak, views[0], 'A')[0])
+    engine.wait_started(1)  # A's first window runs
+    threads.append(run_in_thread(speak, views[1], 'B')[0])
+    waiting(shared.arbiter, 1)
+    engine.release()  # B's first window runs; A asks for its second
+    engine.wait_started(2)
+    waiting(shared.arbiter, 1)
+    threads.append(run_in_thread(speak, views[2], 'C')[0])  # C's request comes after A's
+    waiting(shared.arbiter, 2)
+    engine.release(9)
+    for t in threads:
+        t.join(TIMEOUT)
+    # C's first window went ahead of A's second (asked for earlier): C's listener waits
+    # for three first windows, not also for A's later ones.
+    assert engine.log[:4] == ['A#0', 'B#0', 'C#0', 'A#1']
+    assert sorted(engine.log) == sorted(f'{n}#{k}' for n in 'ABC' for k in range(3))
+    assert engine.overlaps == 0
+
+
+def test_first_audio_turns_overtake_a_waiting_turn_a_bounded_number_of_times():
+    from hayakoe_ros.engines.arbiter import MAX_OVERTAKES
+    arbiter = FairArbiter()
+    order: list = []
+    hold = threading.Event()
+
+    def take(name, first):
+        with arbiter.turn(owner=name, first=first):
+            order.append(name)
+            if name == 'holder':
+                assert hold.wait(TIMEOUT)
+
+    threads = [run_in_thread(take, 'holder', False)[0]]
+    while not arbiter.busy:
+        time.sleep(0.005)
+    threads.append(run_in_thread(take, 'speaking', False)[0])
+    waiting(arbiter, 1)
+    firsts = [f'new{k}' for k in range(MAX_OVERTAKES + 2)]
+    for k, name in enumerate(firsts):
+        threads.append(run_in_thread(take, name, True)[0])
+        waiting(arbiter, k + 2)
+    hold.set()
+    for t in threads:
+        t.join(TIMEOUT)
+    # A robot already speaking is overtaken by at most MAX_OVERTAKES new utterances'
+    # first windows, then served: a burst of new replies cannot starve it.
+    assert order == (['holder'] + firsts[:MAX_OVERTAKES] + ['speaking']
+                     + firsts[MAX_OVERTAKES:])
+
+
 def test_a_cancel_while_waiting_ends_only_that_robots_wait_at_once():
     engine = GatedEngine()
     shared = SharedEngine(engine)

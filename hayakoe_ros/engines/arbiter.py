@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: AGPL-3.0-or-later
 """Fair turns on one engine: a first-come first-served ticket lock (no ROS imports).
 
-:class:`FairArbiter` grants one turn at a time, in the order they were asked for; a
-waiter's :class:`~.errors.CancelToken` ends its wait at once. :mod:`.shared` takes a
-turn for every engine call that computes.
+:class:`FairArbiter` grants one turn at a time, in the order they were asked for, except
+that a turn that brings an utterance its first audio goes ahead of the others (bounded,
+see :data:`MAX_OVERTAKES`); a waiter's :class:`~.errors.CancelToken` ends its wait at
+once. :mod:`.shared` takes a turn for every engine call that computes.
 """
 
 from __future__ import annotations
@@ -20,6 +21,15 @@ from .errors import CancelToken, EngineError, SynthesisCanceledError
 #: Longest single wait on the arbiter's condition (s): waits loop on it, so a missed
 #: notification costs at most this long, never a hang.
 _WAIT_SLICE_S = 0.1
+
+#: How many first-audio turns may go ahead of one waiting turn. A first-audio turn (an
+#: utterance's first decoder window) is short, about 0.1-0.2 s on a CPU; a robot in the
+#: middle of an utterance has audio queued ahead of its listener (a first window's worth
+#: at least), so a few such turns ahead of it cost it no underrun, while a robot whose
+#: reply has not started yet is the one a listener is waiting on. Beyond this bound the
+#: order is first come first served again, so a burst of new utterances cannot starve a
+#: robot that is speaking.
+MAX_OVERTAKES = 4
 
 
 class ArbiterStats:
@@ -41,13 +51,28 @@ class ArbiterStats:
         self.hold_s = 0.0
 
 
+class _Ticket:
+    """One waiting turn: whether it brings first audio, and how often it was overtaken."""
+
+    __slots__ = ('first', 'overtaken')
+
+    def __init__(self, first: bool) -> None:
+        self.first = first
+        self.overtaken = 0
+
+
 class FairArbiter:
     """A first-come first-served ticket lock for one engine: one call at a time.
 
-    Each :meth:`turn` takes a ticket at the back of a queue and runs when its ticket is at
-    the front and nobody holds the engine. A waiter whose cancel token is canceled leaves
-    the queue at once. An exception in a call (or while waiting) always gives the turn
-    back.
+    Each :meth:`turn` takes a ticket at the back of a queue and runs when its ticket is
+    next and nobody holds the engine. The next ticket is the front one, unless a
+    ``first`` ticket (a turn that brings an utterance its first audio) waits behind it
+    and every ticket ahead of that one has been overtaken fewer than
+    :data:`MAX_OVERTAKES` times: then the earliest such ``first`` ticket goes. So with
+    four robots starting at once, the fourth robot's first audio waits for the other
+    three first windows, never also for their second windows. A waiter whose cancel token
+    is canceled leaves the queue at once. An exception in a call (or while waiting)
+    always gives the turn back.
     """
 
     def __init__(self) -> None:
@@ -73,19 +98,34 @@ class FairArbiter:
         with self._cond:
             self._cond.notify_all()
 
+    def _next(self) -> Optional[_Ticket]:
+        """The ticket whose turn it is (the lock held): see the class docstring."""
+        if not self._queue:
+            return None
+        for k, ticket in enumerate(self._queue):
+            if ticket.first:
+                ahead = [self._queue[j] for j in range(k)]
+                if all(t.overtaken < MAX_OVERTAKES for t in ahead):
+                    return ticket
+                break
+        return self._queue[0]
+
     @contextlib.contextmanager
-    def turn(self, token: Optional[CancelToken] = None, owner: str = '') -> Iterator[None]:
+    def turn(self, token: Optional[CancelToken] = None, owner: str = '',
+             first: bool = False) -> Iterator[None]:
         """Hold the engine for one call; wait for the turns asked for before this one.
 
         Args:
             token: Ends the wait when canceled (None: wait until the turn comes).
             owner: Who asks (for error messages only).
+            first: The call brings an utterance its first audio: it may go ahead of
+                waiting turns that are not (see the class docstring).
 
         Raises:
             SynthesisCanceledError: ``token`` was canceled before the turn came.
             EngineError: the arbiter was closed (the shared engine is freed).
         """
-        ticket = object()
+        ticket = _Ticket(first)
         t0 = time.monotonic()
         hook = token.hook(self._wake) if token is not None else contextlib.nullcontext()
         with self._cond:
@@ -102,10 +142,14 @@ class FairArbiter:
                         self.stats.canceled += 1
                         raise SynthesisCanceledError('synthesis canceled while waiting '
                                                      'for the shared engine')
-                    if self._holder is None and self._queue[0] is ticket:
+                    if self._holder is None and self._next() is ticket:
                         break
                     self._cond.wait(_WAIT_SLICE_S)
-                self._queue.popleft()
+                for ahead in self._queue:
+                    if ahead is ticket:
+                        break
+                    ahead.overtaken += 1
+                self._queue.remove(ticket)
                 self._holder = ticket
                 waited = time.monotonic() - t0
                 self.stats.calls += 1

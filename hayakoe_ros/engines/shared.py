@@ -7,11 +7,13 @@ A fleet process loads its model once and gives each robot a view of it
 scheduler uses as if it were alone. Every call that computes (``synthesize``,
 ``synthesize_timed``, each advance of ``synthesize_windows``, ``predict_pause``) takes
 a turn of one :class:`~.arbiter.FairArbiter`: turns are granted one at a time, in the
-order they were asked for. A scheduler has one synthesis thread, so it asks for at most
-one turn at a time, and first-come first-served over calls is round robin over robots: a
-robot's one-word reply waits behind at most one call of each other robot that is already
-waiting (one segment, one decoder window or one pause prediction), never behind a whole
-announcement.
+order they were asked for, except that the turn of an utterance's first decoder window
+goes ahead of later windows and segments (a bounded number of times). A scheduler has one
+synthesis thread, so it asks for at most one turn at a time, and first-come first-served
+over calls is round robin over robots: a robot's one-word reply waits behind at most one
+call of each other robot that is already waiting (one segment, one decoder window or one
+pause prediction), never behind a whole announcement; and robots starting at once each
+get their first window before any of them gets its second.
 
 Lookups that compute nothing (``is_cached``, ``check_voice``, the properties) take no
 turn, and neither does a phrase-cache hit: the cache sits above the turns
@@ -166,9 +168,9 @@ class GatedEngine(WrappedEngine):
         self._shared = shared
 
     @contextlib.contextmanager
-    def _turn(self) -> Iterator[None]:
+    def _turn(self, first: bool = False) -> Iterator[None]:
         token, owner = self._shared.caller()
-        with self._shared.arbiter.turn(token, owner):
+        with self._shared.arbiter.turn(token, owner, first=first):
             if token is None:
                 yield
             else:
@@ -197,11 +199,16 @@ class GatedEngine(WrappedEngine):
             return self._engine.synthesize_timed(text, voice)
 
     def synthesize_windows(self, text: str, voice: VoiceParams) -> Iterator[AudioWindow]:
-        """The engine's windows, one turn per window (other callers run between)."""
+        """The engine's windows, one turn per window (other callers run between).
+
+        The first window's turn is a first-audio turn (it may go ahead of other robots'
+        later windows and segments, :class:`~.arbiter.FairArbiter`): only an utterance's
+        first segment comes in windows.
+        """
         inner: Optional[Iterator[AudioWindow]] = None
         try:
             while True:
-                with self._turn():
+                with self._turn(first=inner is None):
                     if inner is None:
                         inner = iter(self._engine.synthesize_windows(text, voice))
                     window = next(inner, None)
