@@ -18,8 +18,8 @@ import pytest
 
 from hayakoe_ros.engines.base import VoiceParams
 from hayakoe_ros.speech import CancelReason, Outcome, SchedulerConfig, SpeechScheduler
-from hayakoe_ros.speech.relay import (BACKOFF_BASE_S, BACKOFF_MAX_S, HostHealth, RemoteAudio,
-                                      RemoteEnd, RemoteMark, RemoteUnavailable)
+from hayakoe_ros.speech.remote import (BACKOFF_BASE_S, BACKOFF_MAX_S, HostHealth, RemoteAudio,
+                                       RemoteEnd, RemoteMark, RemoteUnavailable)
 from hayakoe_ros.text.pipeline import prepare
 from speech_fakes import REAL_TIMEOUT_S
 

@@ -40,7 +40,7 @@ from std_msgs.msg import String
 from unique_identifier_msgs.msg import UUID
 
 from .decode import decode
-from ..speech.relay import RemoteAudio, RemoteEnd, RemoteMark, RemoteUnavailable
+from ..speech.remote import RemoteAudio, RemoteEnd, RemoteMark, RemoteUnavailable
 from .parameters import RATE_RANGE
 
 #: Goal states by name, for the reason a host goal failed.
@@ -68,7 +68,7 @@ class _Call:
         self._result_asked = False
 
     def get(self, timeout: float) -> Optional[object]:
-        """The next event, or None after ``timeout`` s (see :class:`.relay.RemoteCall`)."""
+        """The next event, or None after ``timeout`` s (see :class:`.remote.RemoteCall`)."""
         self._check_status()
         try:
             return self._events.get(timeout=max(0.0, timeout))
@@ -196,7 +196,7 @@ class OffboardVoice:
         return self._client.server_is_ready()
 
     def call(self, text: str, rate: float) -> _Call:
-        """Send one utterance to the host; see :class:`~hayakoe_ros.speech.relay.RemoteVoice`.
+        """Send one utterance to the host; see :class:`.remote.RemoteVoice`.
 
         Raises:
             RemoteUnavailable: no server of the action is discovered (the host is down,

@@ -68,7 +68,8 @@ from ..engines.base import Engine, VoiceParams
 from .pacing import Waiter, event_wait
 from .gapless import RateEstimator
 from .lineup import IDLE_POLL_S, Lineup
-from .relay import HostHealth, RemoteVoice, speak_attempt
+from .relay import speak_attempt
+from .remote import HostHealth, RemoteVoice
 from .synthesis import Pacing
 from ..text.segment import InputError, Segment
 from .marks import Mark
