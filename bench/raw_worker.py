@@ -26,6 +26,12 @@ from typing import Any
 
 import numpy as np
 
+# Run as a script (``python bench/raw_worker.py``), its own folder is first on the path;
+# the repository's top-level ``tools`` package (not installed) is needed too.
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _REPO not in sys.path:
+    sys.path.insert(0, _REPO)
+
 #: Deterministic voice settings used by every benchmark (raw and node alike).
 VOICE: dict[str, Any] = {'noise': 0.0, 'noise_w': 0.0, 'sdp_ratio': 0.0}
 #: Speaker name of each random-weight recipe (tools/random_model.py).
