@@ -102,11 +102,10 @@ class FairArbiter:
         """The ticket whose turn it is (the lock held): see the class docstring."""
         if not self._queue:
             return None
-        for k, ticket in enumerate(self._queue):
+        for ticket in self._queue:
             if ticket.first:
-                ahead = [self._queue[j] for j in range(k)]
-                if all(t.overtaken < MAX_OVERTAKES for t in ahead):
-                    return ticket
+                return ticket  # every ticket before it may still be overtaken
+            if ticket.overtaken >= MAX_OVERTAKES:
                 break
         return self._queue[0]
 
