@@ -67,3 +67,26 @@ def front_end(text: str) -> tuple:
     normalized = normalize_text(text)
     phones, _, _ = g2p(normalized)
     return normalized, [p for p in phones if p != '_']
+
+
+def adjust_pitch(audio: np.ndarray, voice: VoiceParams, sample_rate: int = 44100) -> np.ndarray:
+    """Pitch and intonation changed as hayakoe does it (WORLD re-synthesis) applied to ``audio``.
+
+    The step ``Speaker`` runs after the model when ``voice.pitch_scale`` or
+    ``voice.intonation_scale`` is not 1.0 (:func:`hayakoe.voice.adjust_voice`).
+
+    Args:
+        audio: float ``(samples,)`` model output at ``sample_rate`` Hz.
+        voice: its ``pitch_scale`` and ``intonation_scale`` are used.
+        sample_rate: Hz; 44100 is the JP-Extra models' rate.
+
+    Returns:
+        float32 ``(samples',)``: WORLD's output, whose length is a whole number of its
+        5 ms frames and so may differ from the input's (unchanged when both scales are 1.0).
+    """
+    from hayakoe.voice import adjust_voice
+
+    _, out = adjust_voice(sample_rate, np.asarray(audio, np.float64),
+                          pitch_scale=voice.pitch_scale,
+                          intonation_scale=voice.intonation_scale)
+    return np.asarray(out, dtype=np.float32)
