@@ -34,7 +34,7 @@ if _REPO not in sys.path:
 
 #: Deterministic voice settings used by every benchmark (raw and node alike).
 VOICE: dict[str, Any] = {'noise': 0.0, 'noise_w': 0.0, 'sdp_ratio': 0.0}
-#: Speaker name of each random-weight recipe (tools/random_model.py).
+#: Speaker name of each random-weight recipe (tools/random_model/).
 SPEAKER = {'full': 'full-jp', 'tiny': 'tiny-jp'}
 
 

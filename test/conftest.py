@@ -102,7 +102,7 @@ def tiny_model_root():
     """Root of the tiny random-weight hayakoe model tree (built once, then cached).
 
     Load it with ``TTS(device='cpu', bert_source=f'file://{root}', ...)`` and
-    ``.load('tiny-jp', source=f'file://{root}')``; see tools/random_model.py.
+    ``.load('tiny-jp', source=f'file://{root}')``; see tools/random_model/.
     $HAYAKOE_ROS_TINY_MODEL, when set, names a tree built beforehand, used as is: the
     emulated aarch64 leg (scripts/test_aarch64.sh) has no torch to build one.
     """

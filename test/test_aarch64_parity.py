@@ -356,7 +356,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--write-reference', type=Path, required=True, metavar='NPZ')
     parser.add_argument('--model', type=Path, required=True,
-                        help='tiny model tree (tools/random_model.py cached_model)')
+                        help='tiny model tree (tools/random_model/ cached_model)')
     args = parser.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     meta = write_reference(args.write_reference, args.model)

@@ -1,6 +1,6 @@
 # Copyright 2026 The hayakoe_ros Authors
 # SPDX-License-Identifier: AGPL-3.0-or-later
-"""hayakoe itself, offline, on the tiny random-weight model from tools/random_model.py.
+"""hayakoe itself, offline, on the tiny random-weight model from tools/random_model/.
 
 These tests pin what the rest of the project relies on: hayakoe loads a model
 tree from ``file://`` without touching the network, multi-sentence Japanese
