@@ -101,6 +101,18 @@ def test_no_source_cites_an_issue_number():
     assert not found, '\n'.join(found)
 
 
+#: "About 400 lines" per module: past that a module holds more than one concern.  Test
+#: modules are not held to it (each gathers one feature's scenarios and fixtures).
+MODULE_LINES = 420
+
+
+def test_no_source_module_is_over_about_400_lines():
+    long = [f'{p.relative_to(REPO)}: {n} lines' for p in SOURCES if 'test' not in
+            p.relative_to(REPO).parts[:1]
+            for n in [len(p.read_text(encoding='utf-8').splitlines())] if n > MODULE_LINES]
+    assert not long, f'split these by concern (over {MODULE_LINES} lines): {long}'
+
+
 def test_licence_header_on_every_source_file():
     missing = []
     for path in SOURCES:
