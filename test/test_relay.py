@@ -59,13 +59,16 @@ class Host:
 
     ``cut_after``: chunks after which nothing more reaches the robot (a link cut);
     ``refuse``: why every call is refused (the action is not there); ``mute``: the goal
-    is accepted and nothing ever comes back.
+    is accepted and nothing ever comes back; ``lose_end``: every chunk and mark comes,
+    the goal's end never does (its status lagging on a loaded host).
     """
 
     name = '/fleet/r1/say'
 
-    def __init__(self, engine, cut_after=None, refuse='', mute=False) -> None:
+    def __init__(self, engine, cut_after=None, refuse='', mute=False,
+                 lose_end=False) -> None:
         self.cut_after, self.refuse, self.mute = cut_after, refuse, mute
+        self.lose_end = lose_end
         self.marks: list = []  # every mark the host published, reaching the robot or not
         self.calls: list = []
         self.rate = engine.sample_rate
@@ -92,7 +95,7 @@ class Host:
 
     def _done(self, utt) -> None:
         call = self.calls[-1]
-        if self._reaches(call):
+        if self._reaches(call) and not self.lose_end:
             call.events.put(RemoteEnd(utt.outcome is Outcome.SUCCEEDED, utt.error))
 
     def call(self, text: str, rate: float) -> HostCall:
@@ -211,6 +214,21 @@ def test_a_link_cut_mid_utterance_hands_the_cut_sentence_to_the_engine(pair, tin
     relayed = int(middle // 2048 * 2048 * 48000 / 44100)
     assert audio.size > relayed + 48000
     assert np.abs(audio[relayed:]).max() > 1000
+
+
+def test_a_host_whose_end_never_comes_after_all_its_words_is_not_a_fallback(pair):
+    host, robot = pair(lose_end=True)
+    utt = robot.say()
+    assert utt.outcome is Outcome.SUCCEEDED, utt.error
+    # Every word came whole: the host spoke it all, and the robot says nothing again.
+    assert utt.spoken_by == f'host {Host.name}'
+    assert sentence_starts(robot.marks) == [0, TEXT.index('今日'), TEXT.index('明日')]
+    assert utt.heard == TEXT
+    values = robot.sched.host_health.values()
+    assert values['offboard_fallbacks'] == '0'
+    assert values['offboard_failures_in_a_row'] == '0'
+    hosted = host.calls[0].utt
+    assert abs(utt.audio_s - hosted.audio_s) < 0.05, (utt.audio_s, hosted.audio_s)
 
 
 def test_a_refused_call_is_spoken_onboard_from_the_start(pair):

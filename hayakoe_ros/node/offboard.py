@@ -11,12 +11,13 @@ goal, with the caller's text as sent, the speaking rate of the utterance and vol
 * the host's speech marks, JSON on the ``marks`` topic beside the action (``/fleet/r1/marks``),
   those whose ``utterance`` is the goal's id (the host names a goal's marks by its UUID in
   32 hex digits) -> marks, timed by their ``time`` (ms from the host's first sample);
-* the goal's end, from its status (the action's status topic), or its rejection -> the
-  end; for a goal that failed, its result's text says why. The result is requested only
-  once the relay is done with the goal: rclpy's action client forgets a goal's feedback
-  callback when the result arrives, and result and feedback travel separately, so a
-  chunk still on its way would be lost (seen under load); requesting it at the end also
-  frees that callback.
+* the goal's end, from its status (the action's status topic), the host's ``end`` mark
+  of a goal that succeeded (whichever comes first), or its rejection -> the end; for a
+  goal that failed, its result's text says why. The result is requested only once the
+  relay is done with the goal: rclpy's action client forgets a goal's feedback callback
+  when the result arrives, and result and feedback travel separately, so a chunk still
+  on its way would be lost (seen under load); requesting it at the end also frees that
+  callback.
 
 Threads: :meth:`OffboardVoice.call` and :meth:`RemoteCall.cancel` run on the scheduler's
 synthesis thread; the goal response, feedback, result and marks callbacks on the node's
@@ -149,7 +150,13 @@ class _Call:
         self._queue(RemoteAudio(pcm, int(audio.audio.info.rate)))
 
     def on_mark(self, obj: dict) -> None:
-        """One of the host's speech marks for this goal (executor thread)."""
+        """One of the host's speech marks for this goal (executor thread).
+
+        The host's ``end`` mark of a goal that succeeded is its end as well as the
+        goal's status: whichever comes first ends the relay's wait for more.
+        """
+        if obj.get('type') == 'end' and obj.get('value') == 'succeeded':
+            self._queue(RemoteEnd(True))
         self._queue(RemoteMark(str(obj.get('type', '')), float(obj.get('time', 0)) / 1000.0,
                             float(obj.get('duration', 0)) / 1000.0,
                             int(obj.get('start', -1)), int(obj.get('end', -1)),

@@ -17,7 +17,9 @@ engine speaks the rest in the same attempt, on the same sample axis, from the st
 sentence that was cut: the sentence of the first word not relayed whole
 (:func:`.utterance.resume_index`, from the host's word marks), heard again from its
 beginning as after an interruption; no other sentence is repeated or lost. The relayed
-audio ends with a short fade (:data:`.track.FADE_S`) instead of a click.
+audio ends with a short fade (:data:`.track.FADE_S`) instead of a click. When every word
+came whole and only the goal's end is missing, the host spoke it all: nothing is said
+again, and it is no failure of the host.
 
 Only a whole utterance goes to the host: a streamed reply (its text is not known yet) and
 an attempt that resumes a cut utterance are spoken by the engine. :class:`.remote.HostHealth`
@@ -110,8 +112,21 @@ def speak_attempt(engine: Engine, remote: Optional[RemoteVoice], health: HostHea
             utt.spoken_by = f'host {remote.name}'
             health.spoke(utt.spoken_by, False)
             return
-        wait = health.failed(relayed.reason)
         first = resume_index(attempt.segments, relayed.heard_end) if relayed.handed else 0
+        if relayed.handed and first >= len(attempt.segments):
+            # Every word came whole and only the goal's end was missing: it travels apart
+            # from the audio (the action's status, the end mark) and can lag behind it on
+            # a loaded host. Nothing is left for the engine to say; it only ends the
+            # utterance's audio.
+            health.succeeded()
+            utt.spoken_by = f'host {remote.name}'
+            health.spoke(utt.spoken_by, False)
+            _LOG.info('utterance %d: every word of %s came, not its end (%s); done',
+                      utt.id, remote.name, relayed.reason)
+            synthesize_utterance(engine, utt, attempt, gain, put, clock, pacing, first,
+                                 relayed.handed)
+            return
+        wait = health.failed(relayed.reason)
         utt.spoken_by = (f'host {remote.name}, then onboard from segment {first + 1}/'
                          f'{len(attempt.segments)} (the start of the sentence cut): '
                          f'{relayed.reason}' if relayed.handed else
