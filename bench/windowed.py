@@ -364,9 +364,10 @@ def claims(runs: dict) -> list:
                          f'and the 3-sentence text (max abs, full scale; {t})',
                          f"{worst:.1e}{', same length' if same else ', LENGTHS DIFFER'}",
                          f'≤ {EXACT:g}, same length', status(worst <= EXACT and same)])
-        key = f"8/{out['default_first_window_s']}"
-        key = key if key in out['ttfa_ratio'] else next(
-            k for k in out['ttfa_ratio'] if k.startswith('8/') and float(k[2:]) > 0)
+        # The node's default first window is a whole number of frames (0.1 s asked,
+        # 0.104 s at 44.1 kHz and 512 per frame): the row is the measured one nearest it.
+        key = min((k for k in out['ttfa_ratio'] if k.startswith('8/') and float(k[2:]) > 0),
+                  key=lambda k: abs(float(k[2:]) - out['default_first_window_s']))
         ratio = _med(out['ttfa_ratio'][key])
         rows.append([f'node TTFA / raw generate() of the first sentence (first window '
                      f'{float(key[2:]):.2f} s, first_segment_morae 8, no ROS; {t}; absolute '
