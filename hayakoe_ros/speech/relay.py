@@ -112,21 +112,8 @@ def speak_attempt(engine: Engine, remote: Optional[RemoteVoice], health: HostHea
             utt.spoken_by = f'host {remote.name}'
             health.spoke(utt.spoken_by, False)
             return
-        first = resume_index(attempt.segments, relayed.heard_end) if relayed.handed else 0
-        if relayed.handed and first >= len(attempt.segments):
-            # Every word came whole and only the goal's end was missing: it travels apart
-            # from the audio (the action's status, the end mark) and can lag behind it on
-            # a loaded host. Nothing is left for the engine to say; it only ends the
-            # utterance's audio.
-            health.succeeded()
-            utt.spoken_by = f'host {remote.name}'
-            health.spoke(utt.spoken_by, False)
-            _LOG.info('utterance %d: every word of %s came, not its end (%s); done',
-                      utt.id, remote.name, relayed.reason)
-            synthesize_utterance(engine, utt, attempt, gain, put, clock, pacing, first,
-                                 relayed.handed)
-            return
         wait = health.failed(relayed.reason)
+        first = resume_index(attempt.segments, relayed.heard_end) if relayed.handed else 0
         utt.spoken_by = (f'host {remote.name}, then onboard from segment {first + 1}/'
                          f'{len(attempt.segments)} (the start of the sentence cut): '
                          f'{relayed.reason}' if relayed.handed else
@@ -179,6 +166,13 @@ def _relay_call(call: RemoteCall, utt: Utterance, attempt: Attempt, gain: float,
             limit, why = last_audio + stall_s, (
                 f'the host audio stopped for {stall_s:g} s (offboard_stall_s)')
         if now >= limit:
+            if last_audio is not None and relay.heard_all():
+                # Every word came whole and only the goal's end is missing: it travels
+                # apart from the audio (the action's status, the end mark) and can lag
+                # behind it on a loaded host. Nothing is left to say: the host is done.
+                _LOG.info('utterance %d: every word came, not the end (%s); done',
+                          utt.id, why)
+                return relay.finish(put, clock)
             call.cancel()
             return relay.cut(why, put, clock)
         event = call.get(min(POLL_S, limit - now))
@@ -296,5 +290,15 @@ class _Stream:
             faded = (self.tail * fade_ramp(self.tail.size)).astype(np.float32)
             if not self._hand(faded, False, clock(), put):
                 return _Relayed(stopped=True)
-        heard = [c for s, c in self.word_ends if s <= self.handed]
-        return _Relayed(reason=reason, handed=self.handed, heard_end=max(heard, default=0))
+        return _Relayed(reason=reason, handed=self.handed,
+                        heard_end=self._heard_end(self.handed))
+
+    def _heard_end(self, samples: int) -> int:
+        """End offset (characters) of the last word whole in the first ``samples``."""
+        return max((c for s, c in self.word_ends if s <= samples), default=0)
+
+    def heard_all(self) -> bool:
+        """True when every word of the attempt came whole (handed over or held)."""
+        heard = self._heard_end(self.handed + self.tail.size)
+        return bool(heard) and (resume_index(self.attempt.segments, heard)
+                                >= len(self.attempt.segments))
