@@ -174,6 +174,37 @@ def no_network(monkeypatch):
     monkeypatch.setattr(socket, 'create_connection', refuse)
 
 
+@pytest.fixture
+def rig():
+    """The speech scheduler tests' rig (test_scheduler*.py; test_speech_marks.py has its own).
+
+    ``make(**config) -> (scheduler, recorder, engine, clock, speaking calls)``: a
+    ``SpeechScheduler`` with ``SchedulerConfig(**config)`` on a ``ToneEngine`` and a
+    ``VirtualClock`` (test/speech_fakes.py), its sink a ``Recorder``
+    (test/scheduler_rig.py); each engine is released and each scheduler shut down after.
+    """
+    from hayakoe_ros.speech import SchedulerConfig, SpeechScheduler
+    from scheduler_rig import Recorder
+    from speech_fakes import ToneEngine, VirtualClock
+
+    made = []
+
+    def make(**config):
+        clock = VirtualClock()
+        engine = ToneEngine(clock)
+        rec = Recorder()
+        speaking = []
+        sched = SpeechScheduler(engine, rec, SchedulerConfig(**config),
+                                on_speaking=speaking.append, clock=clock, waiter=clock.wait)
+        made.append((sched, engine))
+        return sched, rec, engine, clock, speaking
+
+    yield make
+    for sched, engine in made:
+        engine.release()
+        sched.shutdown()
+
+
 @pytest.fixture(scope='session')
 def ros_client(ros_test_domain):
     """An rclpy node in the test process, spinning in a background thread."""
