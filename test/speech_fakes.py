@@ -1,8 +1,10 @@
 # Copyright 2026 The hayakoe_ros Authors
 # SPDX-License-Identifier: AGPL-3.0-or-later
-"""Test doubles for the speech layer: a deterministic tone engine and a virtual clock.
+"""Test doubles for the speech layer: deterministic tone engines and a virtual clock.
 
 Not a test module: the scheduler tests import it. No ROS, no model, no wall-clock sleeps.
+:class:`TimedToneEngine` also reports its phonemes' timing, as the real engines do (the
+speech marks' tests).
 """
 
 import contextlib
@@ -11,8 +13,9 @@ from typing import Optional
 
 import numpy as np
 
-from hayakoe_ros.engines.base import Engine, NothingToSpeakError, SynthesisCanceledError
-from hayakoe_ros.text.segment import SPEAKABLE_RE
+from hayakoe_ros.engines.base import (AudioWindow, Engine, NothingToSpeakError, Phone,
+                                     SynthesisCanceledError)
+from hayakoe_ros.text.segment import SPEAKABLE_RE, Word
 
 #: Longest a test double blocks for in real time before giving up (s).
 REAL_TIMEOUT_S = 10.0
@@ -185,3 +188,69 @@ class ToneEngine(Engine):
     def predict_pause(self, left, right, voice):
         self.pause_calls.append((left, right))
         return self.pause_for(left)
+
+
+ROMAJI = {'か': 'ka', 'き': 'ki', 'さ': 'sa', 'た': 'ta', 'な': 'na', 'ま': 'ma',
+          'あ': 'a', 'い': 'i', 'う': 'u', 'え': 'e', 'お': 'o'}
+BURST = 400      # samples of tone per kana (50 ms)
+EDGE = 400       # samples of the voice's own silence at each end
+PAU = 1200       # samples of silence at a clause mark
+
+
+class TimedToneEngine(ToneEngine):
+    """Kana -> a burst of tone timed as one phoneme; 、 -> silence timed as ``pau``."""
+
+    def synthesize_timed(self, text, voice):
+        self.calls.append(text)
+        if self._hold is not None and self._hold in text:
+            self.entered.set()
+            assert self._gate.wait(REAL_TIMEOUT_S)
+        parts, phones, at = [np.zeros(EDGE, np.float32)], [Phone('sil', 0, EDGE)], EDGE
+        for ch in text:
+            if ch in ROMAJI:  # a mora: its consonant (if any) and vowel share the burst
+                parts.append(self.tone(BURST))
+                symbols = phonemes(ch)
+                cuts = [at + BURST * i // len(symbols) for i in range(len(symbols) + 1)]
+                phones.extend(Phone(symbol, lo, hi)
+                              for symbol, lo, hi in zip(symbols, cuts, cuts[1:]))
+                at += BURST
+            elif ch in '、。':
+                parts.append(np.zeros(PAU, np.float32))
+                phones.append(Phone('pau', at, at + PAU))
+                at += PAU
+        parts.append(np.zeros(EDGE, np.float32))
+        phones.append(Phone('sil', at, at + EDGE))
+        return AudioWindow(np.concatenate(parts), phones=tuple(phones))
+
+    def synthesize(self, text, voice):
+        return self.synthesize_timed(text, voice).audio
+
+    #: Where the first window of a segment ends (mid-way through its second kana's
+    #: burst); the second comes only once ``window_gate`` is set (a slow decoder).
+    SPLIT = EDGE + BURST + BURST // 2 + 37
+
+    def __init__(self, clock=None):
+        super().__init__(clock)
+        self.window_gate = threading.Event()
+        self.window_gate.set()
+        self.at_gate = threading.Event()
+
+    def synthesize_windows(self, text, voice):
+        whole = self.synthesize_timed(text, voice)
+        rest = whole.audio[self.SPLIT:]
+        yield AudioWindow(whole.audio[:self.SPLIT], (rest.size / self.RATE,), whole.phones)
+        self.at_gate.set()
+        assert self.window_gate.wait(REAL_TIMEOUT_S)
+        yield AudioWindow(rest)
+
+
+def phonemes(kana):
+    """The kana's phonemes: ``ka`` -> ``('k', 'a')``."""
+    romaji = ROMAJI[kana]
+    return (romaji[0], romaji[1]) if len(romaji) == 2 else (romaji,)
+
+
+def words_of(text, base=0):
+    """One word per kana, with its phonemes, offsets from ``base``."""
+    return tuple(Word(base + i, base + i + 1, ch, phonemes(ch))
+                 for i, ch in enumerate(text) if ch in ROMAJI)

@@ -2,10 +2,13 @@
 # SPDX-License-Identifier: AGPL-3.0-or-later
 """Speech marks, what was heard and a cut's fade, in the scheduler (no ROS, no model).
 
-A timed tone engine speaks each kana as a burst of tone (one phoneme, its romaji) and
-each clause mark as silence (``pau``), inside edge silence (``sil``), and reports that
-timing as the real engines do. The marks the scheduler releases must fall where the bursts
-are in the published PCM, before the chunk that holds them.
+A timed tone engine (:class:`TimedToneEngine`, test/speech_fakes.py) speaks each kana as
+a burst of tone (one phoneme, its romaji) and each clause mark as silence (``pau``),
+inside edge silence (``sil``), and reports that timing as the real engines do. The marks
+the scheduler releases must fall where the bursts are in the published PCM, before the
+chunk that holds them; what was heard follows a cut, an urgent text and a streamed reply.
+The alignment functions and the real voices' marks are in
+test_speech_marks_alignment.py.
 """
 
 import threading
@@ -14,79 +17,15 @@ import time
 import numpy as np
 import pytest
 
-from hayakoe_ros.engines.base import AudioWindow, Phone, VoiceParams
+from hayakoe_ros.engines.base import VoiceParams
 from hayakoe_ros.speech import CancelReason, Outcome, SchedulerConfig, SpeechScheduler
-from hayakoe_ros.speech.marks import align_words, segment_marks, viseme
-from hayakoe_ros.text.segment import Boundary, Segment, SsmlMark, Word
-from speech_fakes import REAL_TIMEOUT_S, ToneEngine, VirtualClock
+from hayakoe_ros.text.segment import Boundary, Segment, SsmlMark
+from speech_fakes import (BURST, REAL_TIMEOUT_S, ROMAJI, TimedToneEngine, ToneEngine,
+                          VirtualClock, words_of)
 
 pytestmark = pytest.mark.unit
 
 SR = ToneEngine.RATE
-ROMAJI = {'か': 'ka', 'き': 'ki', 'さ': 'sa', 'た': 'ta', 'な': 'na', 'ま': 'ma',
-          'あ': 'a', 'い': 'i', 'う': 'u', 'え': 'e', 'お': 'o'}
-BURST = 400      # samples of tone per kana (50 ms)
-EDGE = 400       # samples of the voice's own silence at each end
-PAU = 1200       # samples of silence at a clause mark
-
-
-class TimedToneEngine(ToneEngine):
-    """Kana -> a burst of tone timed as one phoneme; 、 -> silence timed as ``pau``."""
-
-    def synthesize_timed(self, text, voice):
-        self.calls.append(text)
-        if self._hold is not None and self._hold in text:
-            self.entered.set()
-            assert self._gate.wait(REAL_TIMEOUT_S)
-        parts, phones, at = [np.zeros(EDGE, np.float32)], [Phone('sil', 0, EDGE)], EDGE
-        for ch in text:
-            if ch in ROMAJI:  # a mora: its consonant (if any) and vowel share the burst
-                parts.append(self.tone(BURST))
-                symbols = phonemes(ch)
-                cuts = [at + BURST * i // len(symbols) for i in range(len(symbols) + 1)]
-                phones.extend(Phone(symbol, lo, hi)
-                              for symbol, lo, hi in zip(symbols, cuts, cuts[1:]))
-                at += BURST
-            elif ch in '、。':
-                parts.append(np.zeros(PAU, np.float32))
-                phones.append(Phone('pau', at, at + PAU))
-                at += PAU
-        parts.append(np.zeros(EDGE, np.float32))
-        phones.append(Phone('sil', at, at + EDGE))
-        return AudioWindow(np.concatenate(parts), phones=tuple(phones))
-
-    def synthesize(self, text, voice):
-        return self.synthesize_timed(text, voice).audio
-
-    #: Where the first window of a segment ends (mid-way through its second kana's
-    #: burst); the second comes only once ``window_gate`` is set (a slow decoder).
-    SPLIT = EDGE + BURST + BURST // 2 + 37
-
-    def __init__(self, clock=None):
-        super().__init__(clock)
-        self.window_gate = threading.Event()
-        self.window_gate.set()
-        self.at_gate = threading.Event()
-
-    def synthesize_windows(self, text, voice):
-        whole = self.synthesize_timed(text, voice)
-        rest = whole.audio[self.SPLIT:]
-        yield AudioWindow(whole.audio[:self.SPLIT], (rest.size / SR,), whole.phones)
-        self.at_gate.set()
-        assert self.window_gate.wait(REAL_TIMEOUT_S)
-        yield AudioWindow(rest)
-
-
-def phonemes(kana):
-    """The kana's phonemes: ``ka`` -> ``('k', 'a')``."""
-    romaji = ROMAJI[kana]
-    return (romaji[0], romaji[1]) if len(romaji) == 2 else (romaji,)
-
-
-def words_of(text, base=0):
-    """One word per kana, with its phonemes, offsets from ``base``."""
-    return tuple(Word(base + i, base + i + 1, ch, phonemes(ch))
-                 for i, ch in enumerate(text) if ch in ROMAJI)
 
 
 class Rig:
@@ -148,6 +87,8 @@ def rig():
 
 
 TEXT = 'かきさ、たなま。あい、うえお。'
+
+
 SEGMENTS = [Segment('かきさ、たなま。', Boundary.SENTENCE, words=words_of('かきさ、たなま。'),
                     sentence=(0, 8), marks=(SsmlMark('m1', 0, 0, 3),)),
             Segment('あい、うえお。', Boundary.END, words=words_of('あい、うえお。', 8),
@@ -248,46 +189,6 @@ def test_a_cancel_reports_the_words_heard_and_fades_out(rig):
         chunks[0].play_time + utt.audio_samples / SR, abs=1e-6)
 
 
-def test_align_words_skips_what_the_engine_said_otherwise():
-    words = (Word(0, 2, '今日', ('ky', 'o', 'o')), Word(2, 3, 'は', ('w', 'a')),
-             Word(3, 4, '😀', ()))
-    phones = [Phone('sil', 0, 10), Phone('ky', 10, 20), Phone('o', 20, 30),
-              Phone('O', 30, 40), Phone('w', 40, 50), Phone('a', 50, 60), Phone('sil', 60, 70)]
-    assert align_words(words, phones) == [(1, 3), (4, 5), None]
-    marks = segment_marks(Segment('今日は😀', Boundary.END, words=words), phones, 100, 105)
-    word_marks = [m for m in marks if m.kind == 'word']
-    assert [(m.position, m.duration) for m in word_marks] == [(110, 30), (140, 20), (160, 0)]
-    assert all(m.position >= 105 for m in marks)
-
-
-def test_a_word_after_silence_starts_at_its_first_sound_its_phonemes_do_not_move():
-    sr = 8000
-    words = (Word(0, 2, 'かさ', ('k', 'a', 's', 'a')),)
-    # pau, then /k/: 400 samples of silent closure and a 100-sample burst, then a s a.
-    phones = [Phone('pau', 0, 800), Phone('k', 800, 1300), Phone('a', 1300, 1700),
-              Phone('s', 1700, 1900), Phone('a', 1900, 2300)]
-    audio = np.zeros(2300, np.float32)
-    audio[1200:] = 0.3 * np.sin(2 * np.pi * 440 * np.arange(1100) / sr + 0.5)
-    marks = segment_marks(Segment('かさ', Boundary.END, words=words, sentence=(0, 2)),
-                          phones, 0, 0, audio)
-    (word,) = [m for m in marks if m.kind == 'word']
-    (sentence,) = [m for m in marks if m.kind == 'sentence']
-    assert word.position == 1200 and word.position + word.duration == 2300
-    assert sentence.position == 1200
-    k = [m for m in marks if m.kind == 'phoneme'][1]
-    assert (k.value, k.position) == ('k', 800)  # the engine's own timing
-    # Without the audio (a later window of the segment): the phoneme's start.
-    no_audio = segment_marks(Segment('かさ', Boundary.END, words=words), phones, 0, 0)
-    assert [m.position for m in no_audio if m.kind == 'word'] == [800]
-
-
-@pytest.mark.parametrize('symbol,expected', [
-    ('a', 'a'), ('I', 'i'), ('N', 'N'), ('m', 'closed'), ('by', 'closed'), ('pau', 'sil'),
-    ('k', None), ('cl', None)])
-def test_viseme_table(symbol, expected):
-    assert viseme(symbol) == expected
-
-
 def test_a_streamed_reply_is_one_utterance_that_waits_for_its_pieces(rig):
     from hayakoe_ros.text.stream import StreamAssembler, shift_segments
     from hayakoe_ros.text.pipeline import prepare
@@ -321,8 +222,6 @@ def test_a_streamed_reply_is_one_utterance_that_waits_for_its_pieces(rig):
     assert len(r.marks('start')) == 1 and utt.heard == text
     # The pieces are joined by predicted pauses, one utterance: its audio covers them all.
     assert len(utt.pauses) == len(utt.segments) - 1 and all(p > 0 for p in utt.pauses)
-
-
 
 
 def test_an_urgent_text_suspends_the_speaking_one_which_resumes_its_sentence(rig):
@@ -365,49 +264,6 @@ def test_an_urgent_text_without_resume_cuts_the_speaking_one(rig):
     assert first.cancel_reason is CancelReason.URGENT
     assert 'urgent' in first.error and 'queue_policy' not in first.error
     assert first.heard == TEXT[:first.heard_end] and first.heard_end < len(TEXT)
-
-
-def _marks_of(engine, text, voice, **config):
-    """(marks, utterance) of ``text`` through a real scheduler on ``engine`` (pacing off)."""
-    from hayakoe_ros.text.pipeline import prepare
-
-    got = []
-    sched = SpeechScheduler(engine, lambda u, c: None,
-                            SchedulerConfig(pacing=False, **config),
-                            on_mark=lambda u, m, t: got.append(m))
-    try:
-        cleaned, segments = prepare(text, 2000, 60, 8)
-        utt = sched.submit(segments, voice, text=cleaned, source=text)
-        assert utt.wait(60) and utt.outcome is Outcome.SUCCEEDED
-        return got, utt
-    finally:
-        sched.shutdown()
-
-
-@pytest.mark.parametrize('wrap', ['plain', 'cache', 'resample'])
-def test_both_voices_mark_every_word_through_cache_and_resampling(
-        tiny_engine, openjtalk_engine, det_voice, tmp_path, wrap):
-    from hayakoe_ros.engines.phrase_cache import CachingEngine
-    from hayakoe_ros.engines.resample import ResampledEngine
-
-    text = '10:30に出発します。今日は、いい天気ですね。'
-    for engine, voice in ((tiny_engine, det_voice), (openjtalk_engine, VoiceParams())):
-        if wrap == 'resample':
-            engine = ResampledEngine(engine, 16000)
-        elif wrap == 'cache':
-            engine = CachingEngine(engine, 16, str(tmp_path / engine.name))
-        marks, utt = _marks_of(engine, text, voice)
-        words = [m for m in marks if m.kind == 'word']
-        assert words[0].value == '10:30' and (words[0].start, words[0].end) == (0, 5)
-        assert [text[w.start:w.end] for w in words] == [w.value for w in words]
-        assert all(w.duration > 0 for w in words), engine.name
-        phonemes = [m for m in marks if m.kind == 'phoneme']
-        assert phonemes and max(p.position + p.duration for p in phonemes) <= \
-            utt.audio_samples + engine.sample_rate * 0.05
-        if wrap == 'cache':  # a hit: the same marks as the miss
-            again, _ = _marks_of(engine, text, voice)
-            assert [(m.kind, m.value, m.start) for m in again] == \
-                [(m.kind, m.value, m.start) for m in marks]
 
 
 def test_without_on_mark_what_was_heard_is_still_counted():
