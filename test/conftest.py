@@ -219,6 +219,52 @@ def ros_client(ros_test_domain):
     rclpy.shutdown()
 
 
+
+@pytest.fixture(scope='module')
+def ojt_node():
+    """tts_node on the Open JTalk voice with the default chunk (2048) and max_lead_s.
+
+    One process per test module, stopped (and its exit checked) after the module.
+    """
+    from ros_utils import NodeProcess
+
+    node = NodeProcess({'engine': 'openjtalk'})
+    yield node
+    assert node.stop() == 0, node.log()
+
+
+@pytest.fixture
+def listen(ojt_node, ros_client):
+    """``(audio recorder, MarkRecorder)`` of ``ojt_node``, both matched before the test."""
+    import time
+
+    from ros_utils import MarkRecorder
+
+    rec = ros_client.audio_recorder(ojt_node.topic('audio'), node=ojt_node)
+    marks = MarkRecorder(ros_client, ojt_node.topic('marks'))
+    ros_client.wait_for_subscribers(ojt_node.topic('audio'))
+    deadline = time.monotonic() + 10
+    while marks.sub.get_publisher_count() < 1 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    yield rec, marks
+    ros_client.node.destroy_subscription(rec.sub)
+    ros_client.node.destroy_subscription(marks.sub)
+
+
+@pytest.fixture
+def mark_listener(ojt_node, ros_client):
+    """A MarkRecorder of ``ojt_node``'s marks, matched before the test."""
+    import time
+
+    from ros_utils import MarkRecorder
+
+    marks = MarkRecorder(ros_client, ojt_node.topic('marks'))
+    deadline = time.monotonic() + 10
+    while marks.sub.get_publisher_count() < 1 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    yield marks
+    ros_client.node.destroy_subscription(marks.sub)
+
 @pytest.fixture
 def netns_link():
     """A host and a robot network namespace joined by a veth link (test/netns.py).

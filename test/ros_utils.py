@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 import threading
@@ -22,11 +23,12 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.subscription import Subscription
+from std_msgs.msg import String
 
 from tools.node_process import FLEET_COMMAND, NodeProcess, new_namespace
 
-__all__ = ['CHUNK', 'AudioRecorder', 'Client', 'NodeProcess', 'change_state', 'init_rclpy',
-           'new_namespace', 'send_goal', 'tiny_params', 'wait_future']
+__all__ = ['CHUNK', 'AudioRecorder', 'Client', 'MarkRecorder', 'NodeProcess', 'change_state',
+           'init_rclpy', 'new_namespace', 'send_goal', 'tiny_params', 'wait_future']
 
 #: Frames per audio message in the tests' node parameters.
 CHUNK = 1024
@@ -194,6 +196,35 @@ class AudioRecorder:
                 return
             time.sleep(0.05)
         raise AssertionError(f'audio did not finish within {timeout} s ({self.count()} msgs)')
+
+
+class MarkRecorder:
+    """Every JSON mark on a ``marks`` topic, by utterance, in arrival order."""
+
+    def __init__(self, client, topic):
+        self.marks: list = []
+        self.lock = threading.Lock()
+        self.sub = client.node.create_subscription(
+            String, topic, self._on, QoSProfile(depth=1000,
+                                                reliability=ReliabilityPolicy.RELIABLE))
+
+    def _on(self, msg):
+        with self.lock:
+            self.marks.append(json.loads(msg.data))
+
+    def of(self, utterance=None, kind=None):
+        with self.lock:
+            return [m for m in self.marks if (utterance is None or m['utterance'] == utterance)
+                    and (kind is None or m['type'] == kind)]
+
+    def wait_end(self, utterance=None, timeout=60.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ends = self.of(utterance, 'end')
+            if ends:
+                return ends[-1]
+            time.sleep(0.02)
+        raise AssertionError(f'no end mark for {utterance}')
 
 
 def wait_future(future, timeout: float = 60.0):
