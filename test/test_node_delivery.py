@@ -29,14 +29,6 @@ TEXTS = ('こんにちは。今日はいい天気ですね。', 'ロボットで
          '三つ目の文です。')
 
 
-@pytest.fixture(scope='module')
-def ojt_node():
-    """tts_node on the Open JTalk voice with the default chunk (2048) and max_lead_s."""
-    node = NodeProcess({'engine': 'openjtalk'})
-    yield node
-    assert node.stop() == 0, node.log()
-
-
 @pytest.mark.long  # about 13 s here; a stalling feedback client stays quick
 def test_depth5_best_effort_player_at_playback_rate_loses_no_chunk(ojt_node, ros_client,
                                                                   tmp_path):
