@@ -265,6 +265,21 @@ def mark_listener(ojt_node, ros_client):
     yield marks
     ros_client.node.destroy_subscription(marks.sub)
 
+
+@pytest.fixture(scope='module')
+def pulse(tmp_path_factory):
+    """A PulseAudio server with a null sink (tools/pulse.py), one per test module.
+
+    For the player's sound tests (test_player_sound*.py, helpers in test/pulse_sink.py),
+    which skip where PulseAudio is missing.
+    """
+    from pulse_sink import SINK_RATE
+    from tools.pulse import PulseServer
+
+    server = PulseServer(tmp_path_factory.mktemp('pulse'), rate=SINK_RATE)
+    yield server
+    server.stop()
+
 @pytest.fixture
 def netns_link():
     """A host and a robot network namespace joined by a veth link (test/netns.py).
