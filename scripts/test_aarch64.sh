@@ -53,7 +53,7 @@ for minor in $(seq 17 28); do PLATFORMS+=("manylinux_2_${minor}_aarch64"); done
 TIMEOUT_S="${AARCH64_TIMEOUT_S:-1200}"
 
 # What runs: test_text, test_readings (the readings table, exactly, and the front end's bad
-# input), test_accent_unchanged, test_audio, test_engines, test_scheduler,
+# input), test_accent_unchanged, test_audio, test_engines, test_scheduler*,
 # test_aarch64_parity and the windowed decoder's exactness (test_windowed_decoder:
 # windows = whole segment there too),
 # less what cannot work at emulated speed or repeats platform-independent checks at a
@@ -91,7 +91,7 @@ PIPELINE_SHARD_TESTS=(
 join_or() { local IFS='|' all; all="$*"; echo "${all//|/ or }"; }
 SHARD_NAMES=(engines pipeline)
 SHARD_ARGS=(
-  "test/test_text.py test/test_readings.py test/test_accent_unchanged.py test/test_audio.py test/test_engines.py test/test_scheduler.py"
+  "test/test_text.py test/test_readings.py test/test_accent_unchanged.py test/test_audio.py test/test_engines.py test/test_scheduler.py test/test_scheduler_cancel.py test/test_scheduler_queue.py test/test_scheduler_failures.py"
   "test/test_scheduler.py test/test_aarch64_parity.py test/test_windowed_decoder.py"
 )
 SHARD_K=(
