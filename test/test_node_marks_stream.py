@@ -112,6 +112,16 @@ def test_a_stream_without_an_end_is_spoken_after_its_timeout(ojt_node, ros_clien
     assert end['heard'] == 'はい😀  、わかりました'
     words = [w['value'] for w in marks.of(end['utterance'], 'word')]
     assert words[0] == 'はい' and 'ました' in ''.join(words)
+    # The timeout's check runs only while a reply is open: the next reply without an
+    # end times out too.
+    before = len(marks.of(kind='end'))
+    pub.publish(String(data='つぎです'))
+    deadline = time.monotonic() + 30
+    while len(marks.of(kind='end')) <= before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    second = marks.of(kind='end')[-1]
+    assert second['utterance'] != end['utterance'], 'the second reply never ended'
+    assert second['value'] == 'succeeded' and second['heard'] == 'つぎです'
     ros_client.node.destroy_publisher(pub)
 
 
