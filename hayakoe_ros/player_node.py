@@ -49,7 +49,8 @@ from .player.marks import MarkFollower, parse_mark
 __all__ = ['PLAYER_PARAMETERS', 'PlayerNode', 'decode', 'main']
 
 #: Period of the upkeep timer (s): ends a resampled run (plays its last ~10 ms) once no
-#: chunk has come for two periods.
+#: chunk has come for two periods. The timer runs only while such a tail is held: each
+#: tick wakes the executor, which an idle player need not pay for.
 UPKEEP_PERIOD_S = 0.1
 
 #: Longest wait for queued audio to play out when the node deactivates or stops (s).
@@ -111,13 +112,16 @@ class PlayerNode(LifecycleNode):
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._timer = self.create_timer(self._p('diagnostics_period_s'), self._on_timer,
                                         callback_group=MutuallyExclusiveCallbackGroup())
+        # Armed by a chunk, disarmed by the tick that finds no tail held; both run on the
+        # node's single executor thread (main), so they cannot interleave.
         self._upkeep = self.create_timer(UPKEEP_PERIOD_S, self._on_upkeep,
-                                         callback_group=MutuallyExclusiveCallbackGroup())
+                                         callback_group=MutuallyExclusiveCallbackGroup(),
+                                         autostart=False)
 
     def _on_upkeep(self) -> None:
         player = self._player
-        if player is not None:
-            player.tick(idle_s=2 * UPKEEP_PERIOD_S)
+        if player is None or not player.tick(idle_s=2 * UPKEEP_PERIOD_S):
+            self._upkeep.cancel()
 
     def _p(self, name: str):
         return self.get_parameter(name).value
@@ -310,6 +314,8 @@ class PlayerNode(LifecycleNode):
             stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
             stamp = stamp_ns * 1e-9
             late = player.submit(stamp, samples, int(msg.audio.info.rate), clock_offset)
+            if self._upkeep.is_canceled():
+                self._upkeep.reset()  # a resampled run's tail may now wait for its flush
             issue, started_idle = player.last_stamp_issue
             if started_idle:
                 self._stamp_warned = False  # a new utterance: warn again if it needs it

@@ -255,11 +255,14 @@ class Player:
         with self._lock:
             self._close()
 
-    def tick(self, idle_s: float) -> None:
-        """Periodic upkeep: flush a resampled run that has been idle for ``idle_s`` s."""
+    def tick(self, idle_s: float) -> bool:
+        """Periodic upkeep: flush a resampled run that has been idle for ``idle_s`` s.
+
+        Returns:
+            True while a resampled run's tail is still held (upkeep has more to do).
+        """
         playout = self._playout
-        if playout is not None:
-            playout.flush_idle(self._clock(), idle_s)
+        return playout is not None and playout.flush_idle(self._clock(), idle_s)
 
     def set_volume(self, volume: float) -> None:
         """Change the gain at once (live)."""

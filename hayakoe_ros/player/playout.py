@@ -288,15 +288,22 @@ class Playout:
             self._empty.set()
         return dropped / self.device_rate
 
-    def flush_idle(self, now: float, idle_s: float) -> None:
-        """End a resampled run that got no chunk for ``idle_s`` s (emits its tail)."""
+    def flush_idle(self, now: float, idle_s: float) -> bool:
+        """End a resampled run that got no chunk for ``idle_s`` s (emits its tail).
+
+        Returns:
+            True while a resampled run's tail is still held (a later call has work).
+        """
         with self._producer:
-            if not self._resampler.pending or now - self._last_push <= idle_s:
-                return
+            if not self._resampler.pending:
+                return False
+            if now - self._last_push <= idle_s:
+                return True
             tail = self._resampler.finish()
             self._run_open = False
             with self._lock:
                 self._append_tail(tail, self._run_tag)
+            return False
 
     # ------------------------------------------------------------------ device side
     def render(self, out: np.ndarray, dac_time: float, now: float) -> None:
