@@ -19,7 +19,9 @@ the repository's own texts, test/data/texts.yaml, each a prefix of the next):
   off (Open JTalk, and hayakoe on the 1- and 3-sentence texts), and on Open JTalk how far
   word marks lie from the sound's onset in the published PCM and from their stamps.
 * ``tts_fleet`` with 4 robots against one ``tts_node`` (``bench/fleet.py``): TTFA at once
-  vs idle, throughput, peak RSS.
+  vs idle, throughput, peak RSS;
+* what an idle ``tts_node``, a 4-robot ``tts_fleet`` and ``player_node`` cost in CPU
+  (``bench/idle_cpu.py``).
 
 Raw hayakoe runs in worker processes (``bench/raw_worker.py``), the node as a subprocess;
 raw and node runs alternate (raw first on even repetitions, node first on odd ones) after
@@ -42,7 +44,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # tools/ is a top-level package, not installed
     sys.path.insert(0, str(REPO))
 
-from bench import (fleet, frontend_speed, marks_cost, memory_report,  # noqa: E402
+from bench import (fleet, frontend_speed, idle_cpu, marks_cost, memory_report,  # noqa: E402
                    openjtalk_isolation, pulse_playout, report, responsiveness, stream_ttfa)
 from bench.node_driver import BenchClient, NodeProcess  # noqa: E402
 from bench.raw_client import RawWorker  # noqa: E402
@@ -321,6 +323,8 @@ def main(argv=None) -> int:
                 extras['pulse_playout'] = pulse_playout.measure()
                 log('a streamed reply on text_stream: first audio after its first sentence')
                 extras['stream_ttfa'] = stream_ttfa.measure()
+                log('idle CPU: tts_node, tts_fleet with 4 robots, player_node')
+                extras['idle_cpu'] = idle_cpu.measure()
                 if not args.no_marks:
                     log('speech marks: marks on vs off (Open JTalk, then hayakoe)')
                     extras['marks'] = {

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench import (fleet, frontend_speed, marks_cost, memory_report, openjtalk_isolation,
+from bench import (fleet, frontend_speed, idle_cpu, marks_cost, memory_report, openjtalk_isolation,
                    pulse_playout, report, responsiveness, stream_ttfa)
 
 MARK_BEGIN = '<!-- bench:begin (written by bench/run.py; edit outside the markers) -->'
@@ -305,6 +305,9 @@ def markdown(a: dict, results: dict) -> str:
     if st:
         parts += ['### Streamed replies (bench/stream_ttfa.py)', '', stream_ttfa.markdown(st),
                   '']
+    idle = results['raw'].get('extras', {}).get('idle_cpu')
+    if idle:
+        parts += ['### An idle node (bench/idle_cpu.py)', '', idle_cpu.markdown(idle), '']
     if 'fleet' in a:
         parts += fleet.markdown(a['fleet'])
     fe = results['raw'].get('extras', {}).get('frontend')
