@@ -112,8 +112,8 @@ class PlayerNode(LifecycleNode):
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._timer = self.create_timer(self._p('diagnostics_period_s'), self._on_timer,
                                         callback_group=MutuallyExclusiveCallbackGroup())
-        # Armed by a chunk, disarmed by the tick that finds no tail held; both run on the
-        # node's single executor thread (main), so they cannot interleave.
+        # Armed by a chunk that leaves a tail held, disarmed by the tick that finds none;
+        # both run on the node's single executor thread (main), so they cannot interleave.
         self._upkeep = self.create_timer(UPKEEP_PERIOD_S, self._on_upkeep,
                                          callback_group=MutuallyExclusiveCallbackGroup(),
                                          autostart=False)
@@ -314,8 +314,8 @@ class PlayerNode(LifecycleNode):
             stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
             stamp = stamp_ns * 1e-9
             late = player.submit(stamp, samples, int(msg.audio.info.rate), clock_offset)
-            if self._upkeep.is_canceled():
-                self._upkeep.reset()  # a resampled run's tail may now wait for its flush
+            if player.holds_tail and self._upkeep.is_canceled():
+                self._upkeep.reset()  # a resampled run's tail now waits for its flush
             issue, started_idle = player.last_stamp_issue
             if started_idle:
                 self._stamp_warned = False  # a new utterance: warn again if it needs it

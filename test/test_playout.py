@@ -170,11 +170,13 @@ def test_another_rate_is_resampled_and_the_last_chunk_is_flushed_whole():
     for k in range(0, src.size, 1600):
         playout.push(stamp + k / RATE, src[k:k + 1600], RATE, dev.now)
     assert not playout.drained  # the resampler still holds the end of the last chunk
+    assert playout.holds_tail
     # Upkeep has work while the tail is held and not yet idle long enough, none after.
     assert playout.flush_idle(dev.now, idle_s=0.2)
     assert not playout.drained
     assert not playout.flush_idle(dev.now + 1.0, idle_s=0.2)
     assert not playout.flush_idle(dev.now + 2.0, idle_s=0.2)
+    assert not playout.holds_tail
     dev.run(1.3)
     heard = np.concatenate(dev.out)
     expected = soxr.resample(src, RATE, 48000)

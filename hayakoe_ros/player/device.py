@@ -255,6 +255,12 @@ class Player:
         with self._lock:
             self._close()
 
+    @property
+    def holds_tail(self) -> bool:
+        """True while a resampled run's tail is held back (:meth:`tick` flushes it)."""
+        playout = self._playout
+        return playout is not None and playout.holds_tail
+
     def tick(self, idle_s: float) -> bool:
         """Periodic upkeep: flush a resampled run that has been idle for ``idle_s`` s.
 

@@ -288,6 +288,12 @@ class Playout:
             self._empty.set()
         return dropped / self.device_rate
 
+    @property
+    def holds_tail(self) -> bool:
+        """True while a resampled run's tail is held back (:meth:`flush_idle` emits it)."""
+        with self._producer:
+            return self._resampler.pending
+
     def flush_idle(self, now: float, idle_s: float) -> bool:
         """End a resampled run that got no chunk for ``idle_s`` s (emits its tail).
 
