@@ -25,6 +25,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.subscription import Subscription
 from std_msgs.msg import String
 
+from hayakoe_ros.say_client import FEEDBACK_DEPTH
 from tools.node_process import FLEET_COMMAND, NodeProcess, new_namespace
 
 __all__ = ['CHUNK', 'AudioRecorder', 'Client', 'MarkRecorder', 'NodeProcess', 'change_state',
@@ -110,7 +111,11 @@ class Client:
         """An action client of the ``TTS`` action ``name`` (waits for the server)."""
         if name in self._action_clients:
             return self._action_clients[name]
-        client: ActionClient = ActionClient(self.node, TTS, name)
+        # The say tool's feedback depth: rclpy's default (10) lost chunks whenever this
+        # process's executor fell behind a burst (8 of 54 on a loaded CI machine).
+        client: ActionClient = ActionClient(
+            self.node, TTS, name, feedback_sub_qos_profile=QoSProfile(
+                depth=FEEDBACK_DEPTH, reliability=ReliabilityPolicy.RELIABLE))
         assert client.wait_for_server(timeout_sec=30), f'no action server {name}'
         # The server answering this participant: a goal's first feedback follows its
         # acceptance, and the acceptance needs the server to have discovered this
