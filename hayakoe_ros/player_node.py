@@ -48,10 +48,15 @@ from .player.marks import MarkFollower, parse_mark
 
 __all__ = ['PLAYER_PARAMETERS', 'PlayerNode', 'decode', 'main']
 
-#: Period of the upkeep timer (s): ends a resampled run (plays its last ~10 ms) once no
-#: chunk has come for two periods. The timer runs only while such a tail is held: each
-#: tick wakes the executor, which an idle player need not pay for.
+#: Longest period of the upkeep timer (s). The timer runs only while a resampled run's
+#: last ~10 ms are held back (each tick wakes the executor, which an idle player need not
+#: pay for) and wakes when that tail is due (:meth:`Playout.flush_tail`: just before the
+#: device would run out), or after this long, whichever is first: the due time moves
+#: with every chunk that continues the run and with the device's clock.
 UPKEEP_PERIOD_S = 0.1
+
+#: Shortest period of the upkeep timer (s): a tail already due is queued by the next tick.
+UPKEEP_MIN_S = 0.002
 
 #: Longest wait for queued audio to play out when the node deactivates or stops (s).
 DRAIN_TIMEOUT_S = 10.0
@@ -120,8 +125,17 @@ class PlayerNode(LifecycleNode):
 
     def _on_upkeep(self) -> None:
         player = self._player
-        if player is None or not player.tick(idle_s=2 * UPKEEP_PERIOD_S):
+        due_in = player.tick() if player is not None else None
+        if due_in is None:
             self._upkeep.cancel()
+        else:
+            self._arm_upkeep(due_in)
+
+    def _arm_upkeep(self, due_in: float) -> None:
+        """Wake the upkeep in ``due_in`` s (clamped to its shortest and longest period)."""
+        period = min(max(due_in, UPKEEP_MIN_S), UPKEEP_PERIOD_S)
+        self._upkeep.timer_period_ns = int(period * 1e9)
+        self._upkeep.reset()
 
     def _p(self, name: str):
         return self.get_parameter(name).value
@@ -315,7 +329,11 @@ class PlayerNode(LifecycleNode):
             stamp = stamp_ns * 1e-9
             late = player.submit(stamp, samples, int(msg.audio.info.rate), clock_offset)
             if player.holds_tail and self._upkeep.is_canceled():
-                self._upkeep.reset()  # a resampled run's tail now waits for its flush
+                # A resampled run's tail is held now: the upkeep queues it when due. A
+                # running upkeep finds the due time moved by this chunk when it wakes.
+                due_in = player.tick()
+                if due_in is not None:
+                    self._arm_upkeep(due_in)
             issue, started_idle = player.last_stamp_issue
             if started_idle:
                 self._stamp_warned = False  # a new utterance: warn again if it needs it

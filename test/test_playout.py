@@ -15,7 +15,7 @@ import pytest
 import soxr
 
 from hayakoe_ros.player.device import Player, PlayerConfig
-from hayakoe_ros.player.playout import Playout
+from hayakoe_ros.player.playout import TAIL_MARGIN_S, Playout
 from playout_device import Device
 
 pytestmark = pytest.mark.unit
@@ -171,11 +171,13 @@ def test_another_rate_is_resampled_and_the_last_chunk_is_flushed_whole():
         playout.push(stamp + k / RATE, src[k:k + 1600], RATE, dev.now)
     assert not playout.drained  # the resampler still holds the end of the last chunk
     assert playout.holds_tail
-    # Upkeep has work while the tail is held and not yet idle long enough, none after.
-    assert playout.flush_idle(dev.now, idle_s=0.2)
+    # The tail is due just before the device would render past the run (1 s queued).
+    due_in = playout.flush_tail(dev.now)
+    # (less the held part itself, the device block and its latency)
+    assert 0.9 < due_in < stamp + 1.0 - dev.now - TAIL_MARGIN_S
     assert not playout.drained
-    assert not playout.flush_idle(dev.now + 1.0, idle_s=0.2)
-    assert not playout.flush_idle(dev.now + 2.0, idle_s=0.2)
+    assert playout.flush_tail(dev.now + due_in) is None  # queued now: no more upkeep
+    assert playout.flush_tail(dev.now + 2.0) is None
     assert not playout.holds_tail
     dev.run(1.3)
     heard = np.concatenate(dev.out)
@@ -184,6 +186,41 @@ def test_another_rate_is_resampled_and_the_last_chunk_is_flushed_whole():
     got = heard[s0:s0 + expected.size]
     assert np.max(np.abs(got - expected)) < 1e-3  # same signal, up to the very end
     assert playout.stats.resampled == 10 and playout.drained
+
+
+def test_a_resampled_run_s_tail_plays_right_after_it_when_its_chunks_come_in_real_time():
+    """The run's held-back end is queued before the device gets there: no gap, no late end.
+
+    A publisher paces 50 ms chunks 100 ms ahead of their stamps; the upkeep calls
+    flush_tail when it says the tail is due (player_node's timer). Queued only once the
+    run had been idle a while, the last ~10 ms came after a gap.
+    """
+    playout = Playout(48000)
+    dev = Device(playout)
+    dev.run(0.05)
+    rng = np.random.default_rng(1)
+    src = np.convolve(rng.standard_normal(8000), np.ones(8) / 8, 'same').astype(np.float32)
+    src *= 0.5 / np.max(np.abs(src))
+    src[-800:] = 0.5  # the run ends loud: a late tail would be heard
+    stamp = dev.t + 0.1
+    pushed, wake = 0, None
+    while dev.t < stamp + 1.0:
+        if pushed < src.size and stamp + pushed / RATE - dev.t <= 0.1:
+            playout.push(stamp + pushed / RATE, src[pushed:pushed + 800], RATE, dev.now)
+            pushed += 800
+            if wake is None:
+                wake = dev.now
+        if wake is not None and dev.now >= wake:
+            due_in = playout.flush_tail(dev.now)
+            wake = None if due_in is None else dev.now + max(due_in, 0.002)
+        dev.run(0.01)
+    assert not playout.holds_tail and playout.drained
+    heard = dev.heard()
+    expected = soxr.resample(src, RATE, 48000)
+    s0 = int(round((stamp - 100.0) * 48000))
+    np.testing.assert_allclose(heard[s0:s0 + expected.size], expected, atol=1e-3)
+    assert not np.any(heard[s0 + expected.size:])  # nothing after it
+    assert playout.stats.underruns == 0
 
 
 class FakeSoundDevice:

@@ -213,7 +213,7 @@ class Player:
             playout = self._playout
         if playout is None:
             return True
-        playout.flush_idle(self._clock(), -1.0)
+        playout.flush_tail(self._clock(), force=True)
         if not playout.wait_rendered(deadline - self._clock()):
             return False
         left = min(playout.audible_until, deadline) - self._clock()
@@ -257,18 +257,18 @@ class Player:
 
     @property
     def holds_tail(self) -> bool:
-        """True while a resampled run's tail is held back (:meth:`tick` flushes it)."""
+        """True while a resampled run's tail is held back (:meth:`tick` queues it)."""
         playout = self._playout
         return playout is not None and playout.holds_tail
 
-    def tick(self, idle_s: float) -> bool:
-        """Periodic upkeep: flush a resampled run that has been idle for ``idle_s`` s.
+    def tick(self) -> Optional[float]:
+        """Upkeep: queue a resampled run's held tail once it is due (:meth:`Playout.flush_tail`).
 
         Returns:
-            True while a resampled run's tail is still held (upkeep has more to do).
+            None when no tail is held, else the seconds until the next call is due.
         """
         playout = self._playout
-        return playout is not None and playout.flush_idle(self._clock(), idle_s)
+        return None if playout is None else playout.flush_tail(self._clock())
 
     def set_volume(self, volume: float) -> None:
         """Change the gain at once (live)."""

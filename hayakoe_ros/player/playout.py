@@ -16,8 +16,11 @@ what the device asks for, from the device's callback:
   While audio still plays, it follows the previous chunk after exactly the pause between
   their stamps. Never over audio already queued (nothing is dropped, nothing overlaps).
 * A chunk at another rate than the device's is resampled (libsoxr, one stream per run of
-  contiguous chunks, so there are no seams between chunks: :mod:`.run_resampler`); the
-  resampler's last ``~10 ms`` are flushed when the run ends (:meth:`Playout.flush_idle`).
+  contiguous chunks, so there are no seams between chunks: :mod:`.run_resampler`). The
+  resampler holds back a run's last ``~10 ms`` until the run is ended; it is ended just
+  before the device would render past what it has (:meth:`Playout.flush_tail`), so the
+  tail plays right after the run, and a chunk that comes later than that would have been
+  late anyway.
 
 The first two rules compare stamps in the publisher's own clock, never through the
 device's clock: stamps are exact there (``tts_node``'s are exactly ``chunk / rate``
@@ -52,6 +55,13 @@ from .stats import PlayoutStats
 #: reproduced). Stamps of about 1.8e9 s (ROS time) as doubles are exact to 0.24 us, a
 #: fraction of this tolerance up to 192 kHz.
 CONTIGUOUS_TOL_SAMPLES = 0.5
+
+#: How long before the device would render past a resampled run's end its held tail is
+#: queued (s), beyond one device block: room for the late wake-up of whoever calls
+#: :meth:`Playout.flush_tail` (a ROS timer on a busy 2-core machine wakes a few ms
+#: late). A chunk continuing the run that arrives inside this margin starts a new
+#: resampler stream (a seam, no gap) instead of an underrun.
+TAIL_MARGIN_S = 0.03
 
 
 class Playout:
@@ -100,6 +110,7 @@ class Playout:
         self._fade_end = 0                 # end frame of the last cut's fade
         self._frame = 0                    # next frame the device will render
         self._ref: Optional[tuple] = None  # (frame, monotonic DAC time) of the last render
+        self._block = 0                    # frames of the last render (the device block)
         self._end_frame = 0                # end of the last queued block
         self._prev_stamp_end: Optional[float] = None  # publisher's clock (s)
         self._run_open = False             # the next chunk may continue the previous one
@@ -290,26 +301,50 @@ class Playout:
 
     @property
     def holds_tail(self) -> bool:
-        """True while a resampled run's tail is held back (:meth:`flush_idle` emits it)."""
+        """True while a resampled run's tail is held back (:meth:`flush_tail` emits it)."""
         with self._producer:
             return self._resampler.pending
 
-    def flush_idle(self, now: float, idle_s: float) -> bool:
-        """End a resampled run that got no chunk for ``idle_s`` s (emits its tail).
+    def flush_tail(self, now: float, force: bool = False) -> Optional[float]:
+        """Queue a resampled run's held-back tail once it is due.
+
+        It is due :data:`TAIL_MARGIN_S` plus one device block before the device would
+        render the run's last queued frame (from the last render's DAC time, its block
+        size and the output latency; before the first render, from ``now``). Until then a
+        chunk continuing the run may still come and keep it seamless.
+
+        Args:
+            now: Current monotonic time (s).
+            force: Queue the tail now, due or not (a drain before closing).
 
         Returns:
-            True while a resampled run's tail is still held (a later call has work).
+            None when no tail is held (after this call), else the seconds until it is due:
+            when to call again.
         """
         with self._producer:
             if not self._resampler.pending:
-                return False
-            if now - self._last_push <= idle_s:
-                return True
+                return None
+            if not force:
+                due_in = self._tail_due(now) - now
+                if due_in > 0:
+                    return due_in
             tail = self._resampler.finish()
             self._run_open = False
             with self._lock:
                 self._append_tail(tail, self._run_tag)
-            return False
+            return None
+
+    def _tail_due(self, now: float) -> float:
+        """Monotonic time (s) by which a held tail must be queued (``_producer`` held)."""
+        with self._lock:
+            end, block, ref = self._end_frame, self._block, self._ref
+            latency = self.stats.output_latency_s
+        if ref is None:  # nothing rendered yet: the next frame renders about now
+            frame, when = self._frame, now + latency
+        else:
+            frame, when = ref
+        # The callback renders frame f about `latency` before f is heard, a block at a time.
+        return when + (end - block - frame) / self.device_rate - latency - TAIL_MARGIN_S
 
     # ------------------------------------------------------------------ device side
     def render(self, out: np.ndarray, dac_time: float, now: float) -> None:
@@ -325,6 +360,7 @@ class Playout:
         with self._lock:
             frame = self._frame
             self._ref = (frame, dac_time)
+            self._block = n
             self.stats.output_latency_s = max(0.0, dac_time - now)
             end = frame + n
             while self._blocks:
@@ -363,8 +399,8 @@ class Playout:
     def wait_rendered(self, timeout: float) -> bool:
         """Wait (at most ``timeout`` s) until no queued block is left to render.
 
-        Woken by the device callback as it takes the last block; call :meth:`flush_idle`
-        first so the resampler's tail is queued. Returns False at the timeout.
+        Woken by the device callback as it takes the last block; call :meth:`flush_tail`
+        (forced) first so the resampler's tail is queued. Returns False at the timeout.
         """
         return self._empty.wait(max(0.0, timeout))
 
