@@ -27,13 +27,13 @@ import time
 from typing import Callable
 
 import rclpy
-from rclpy.executors import (ExternalShutdownException, MultiThreadedExecutor,
-                             SingleThreadedExecutor)
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.signals import SignalHandlerOptions
 
 from .executor_wait import caught_up, spin_once
+from .task_executor import TaskExecutor
 
 #: Longest wait for goal results and service responses to go out before an action server
 #: or the process goes away (s); the wait ends as soon as they have
@@ -79,8 +79,9 @@ def run(factory: Callable, args=None, num_threads: int = 4) -> int:
     Args:
         factory: Builds the node (called after ``rclpy.init``).
         args: Command-line arguments for ``rclpy.init`` (None: ``sys.argv``).
-        num_threads: Executor threads; 1 runs every callback in this thread
-            (``SingleThreadedExecutor``). rclpy's ``MultiThreadedExecutor`` (9.1, Kilted)
+        num_threads: Executor threads (a :class:`~.task_executor.TaskExecutor`); 1 runs
+            every callback in this thread (``SingleThreadedExecutor``). rclpy's
+            ``MultiThreadedExecutor`` (9.1, Kilted)
             re-yields a callback that waits in its thread pool, so its spinning thread
             loops while holding the GIL (ros2/rclpy#1452, fixed upstream in #1547): up to
             0.58 s at a time measured in player_node, starving every other Python thread.
@@ -101,7 +102,7 @@ def run(factory: Callable, args=None, num_threads: int = 4) -> int:
         signal.signal(signum, lambda *_: stop.set())
     node = factory()
     executor = (SingleThreadedExecutor() if num_threads == 1
-                else MultiThreadedExecutor(num_threads=num_threads))
+                else TaskExecutor(num_threads=num_threads))
     executor.add_node(node)
     failed = threading.Event()
     bring_up = None
