@@ -53,6 +53,21 @@ from tools.node_process import FLEET_COMMAND, pin_threads  # noqa: E402
 TARGETS = {'ttfa_x': 4.0, 'throughput_x': 0.95, 'rss_x': 1.15, 'relay_extra_ms': 100.0}
 GOAL_TIMEOUT_S = 900.0
 
+#: A goal's feedback counts as complete once none has come for this long after its result (s).
+FEEDBACK_QUIET_S = 0.3
+
+
+def missing_s(chunks: list) -> float:
+    """Seconds missing between ``(arrival, frames, rate, stamp ns)`` chunks, in stamp order.
+
+    A node's chunks follow each other without gaps in their stamps within a goal (each
+    is stamped where the one before it ends, exact to the nanosecond), whatever their
+    sizes; a gap of more than 1 ms is audio that did not arrive.
+    """
+    ordered = sorted(chunks, key=lambda c: c[3])
+    gaps = ((b[3] - a[3]) * 1e-9 - a[1] / a[2] for a, b in zip(ordered, ordered[1:]))
+    return sum(g for g in gaps if g > 1e-3)
+
 
 class RobotTarget:
     """One robot of a fleet process, addressed like a :class:`NodeProcess` by BenchClient."""
@@ -69,17 +84,21 @@ class RobotTarget:
 class Goal:
     """A ``say`` goal in flight: send time, feedback arrivals and samples."""
 
-    def __init__(self, client: BenchClient, text: str) -> None:
-        self.chunks: list = []  # (monotonic arrival, samples, rate)
+    def __init__(self, client: BenchClient, text: str, gapless: bool = True) -> None:
+        # gapless: the node's stamps have no gaps (pacing off); a pacing robot relaying a
+        # host slower than real time stamps its own underruns as pauses.
+        self.gapless = gapless
+        self.chunks: list = []  # (monotonic arrival, frames, rate, stamp ns)
         self._done = threading.Event()
         self.sent = time.monotonic()
         self._future = client._action.send_goal_async(
             client._tts.Goal(text=text), feedback_callback=self._on_feedback)
 
     def _on_feedback(self, fb) -> None:
-        audio = fb.feedback.audio.audio
-        self.chunks.append((time.monotonic(), len(audio.audio_data.int16_data),
-                            audio.info.rate))
+        audio = fb.feedback.audio
+        stamp = audio.header.stamp.sec * 1_000_000_000 + audio.header.stamp.nanosec
+        self.chunks.append((time.monotonic(), len(audio.audio.audio_data.int16_data),
+                            audio.audio.info.rate, stamp))
 
     def wait(self, timeout: float = GOAL_TIMEOUT_S) -> dict:
         """Wait for the result; ``ttfa_s``, ``last`` (monotonic), ``audio_s``, ``sent``."""
@@ -100,9 +119,22 @@ class Goal:
             response = result.result()
             text = response.result.text if response is not None else '(no result)'
             raise RuntimeError(f'goal finished without audio: {text}')
+        # The result and the feedback travel apart: the last chunks may still be on the
+        # way. Then every chunk must be here (stamps are gapless with pacing off), or the
+        # audio seconds, and the throughput and CPU ratios built on them, would be short.
+        quiet_until = time.monotonic() + FEEDBACK_QUIET_S
+        count = len(self.chunks)
+        while time.monotonic() < min(quiet_until, deadline):
+            time.sleep(0.02)
+            if len(self.chunks) != count:
+                count, quiet_until = len(self.chunks), time.monotonic() + FEEDBACK_QUIET_S
+        lost = missing_s(self.chunks) if self.gapless else 0.0
+        if lost > 0:
+            raise RuntimeError(f'{lost:.3f} s of feedback audio lost (gaps in the stamps of '
+                               f'{len(self.chunks)} chunks)')
         return {'sent': self.sent, 'ttfa_s': self.chunks[0][0] - self.sent,
                 'last': self.chunks[-1][0],
-                'audio_s': sum(n / r for _, n, r in self.chunks)}
+                'audio_s': sum(n / r for _, n, r, _s in self.chunks)}
 
 
 def node_params(root: Path, speaker: str, threads: int) -> dict:
@@ -202,11 +234,11 @@ def _relay_ttfa(args, fleet: NodeProcess, host: BenchClient, text: str, log_dir:
         pin_threads(os.getpid(), robot_cpus)
         client = BenchClient(robot, 'bench_fleet_robot')
         clients.append(client)
-        Goal(client, text).wait()  # warm, and the host discovered
+        Goal(client, text, gapless=False).wait()  # warm, and the host discovered
         pairs: dict = {'robot_ttfa_s': [], 'host_ttfa_s': []}
         for rep in range(args.reps * 3):
             log(f'fleet bench: relay {rep + 1}/{args.reps * 3}: robot via host, host direct')
-            pairs['robot_ttfa_s'].append(Goal(client, text).wait()['ttfa_s'])
+            pairs['robot_ttfa_s'].append(Goal(client, text, gapless=False).wait()['ttfa_s'])
             pairs['host_ttfa_s'].append(Goal(host, text).wait()['ttfa_s'])
         if '[host ' not in robot.log():
             raise RuntimeError('the robot did not speak with the host voice:\n' + robot.log())

@@ -118,7 +118,12 @@ class BenchClient:
                        durability=DurabilityPolicy.TRANSIENT_LOCAL))
         self._text_pub = self.node.create_publisher(String, node.topic('text'), 10)
         self._string = String
-        self._action: ActionClient = ActionClient(self.node, TTS, node.topic('say'))
+        # Feedback as deep as the audio subscription: with pacing off a node sends a
+        # segment's chunks in a burst, and rclpy's default depth (10) lost up to a fifth of
+        # a goal's feedback here while the machine was loaded.
+        self._action: ActionClient = ActionClient(
+            self.node, TTS, node.topic('say'), feedback_sub_qos_profile=QoSProfile(
+                depth=1000, reliability=ReliabilityPolicy.RELIABLE))
         self._params: Client = self.node.create_client(SetParameters,
                                                node.topic('tts_node/set_parameters'))
         self.executor = MultiThreadedExecutor(num_threads=2)
