@@ -30,6 +30,7 @@ from audio_common_msgs.msg import AudioStamped
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.clock import Clock, ClockType
 from rclpy.event_handler import (QoSRequestedIncompatibleQoSInfo, QoSSubscriptionMatchedInfo,
                                  SubscriptionEventCallbacks)
 from rclpy.qos import qos_policy_name_from_kind
@@ -119,8 +120,10 @@ class PlayerNode(LifecycleNode):
                                         callback_group=MutuallyExclusiveCallbackGroup())
         # Armed by a chunk that leaves a tail held, disarmed by the tick that finds none;
         # both run on the node's single executor thread (main), so they cannot interleave.
+        # On the steady clock: its due times are monotonic seconds, whatever use_sim_time.
         self._upkeep = self.create_timer(UPKEEP_PERIOD_S, self._on_upkeep,
                                          callback_group=MutuallyExclusiveCallbackGroup(),
+                                         clock=Clock(clock_type=ClockType.STEADY_TIME),
                                          autostart=False)
 
     def _on_upkeep(self) -> None:
@@ -328,11 +331,14 @@ class PlayerNode(LifecycleNode):
             stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
             stamp = stamp_ns * 1e-9
             late = player.submit(stamp, samples, int(msg.audio.info.rate), clock_offset)
-            if player.holds_tail and self._upkeep.is_canceled():
-                # A resampled run's tail is held now: the upkeep queues it when due. A
-                # running upkeep finds the due time moved by this chunk when it wakes.
+            if player.holds_tail:
+                # A resampled run's tail is held: the upkeep queues it when due. An armed
+                # upkeep that wakes sooner finds the due time moved by this chunk then; one
+                # armed for later (left from a run before) is brought forward.
                 due_in = player.tick()
-                if due_in is not None:
+                left_ns = self._upkeep.time_until_next_call()
+                if due_in is not None and (self._upkeep.is_canceled() or left_ns is None
+                                           or due_in * 1e9 < left_ns):
                     self._arm_upkeep(due_in)
             issue, started_idle = player.last_stamp_issue
             if started_idle:

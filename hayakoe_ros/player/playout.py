@@ -310,7 +310,8 @@ class Playout:
 
         It is due :data:`TAIL_MARGIN_S` plus one device block before the device would
         render the run's last queued frame (from the last render's DAC time, its block
-        size and the output latency; before the first render, from ``now``). Until then a
+        size and the output latency; before the first render, from the last chunk's
+        arrival). Until then a
         chunk continuing the run may still come and keep it seamless.
 
         Args:
@@ -339,8 +340,9 @@ class Playout:
         with self._lock:
             end, block, ref = self._end_frame, self._block, self._ref
             latency = self.stats.output_latency_s
-        if ref is None:  # nothing rendered yet: the next frame renders about now
-            frame, when = self._frame, now + latency
+        if ref is None:  # nothing rendered yet: the next frame renders about when the
+            # last chunk came (fixed, so a device that never calls back still gets it once)
+            frame, when = self._frame, self._last_push + latency
         else:
             frame, when = ref
         # The callback renders frame f about `latency` before f is heard, a block at a time.
