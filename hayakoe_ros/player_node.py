@@ -30,7 +30,6 @@ from audio_common_msgs.msg import AudioStamped
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.clock import Clock, ClockType
 from rclpy.event_handler import (QoSRequestedIncompatibleQoSInfo, QoSSubscriptionMatchedInfo,
                                  SubscriptionEventCallbacks)
 from rclpy.qos import qos_policy_name_from_kind
@@ -44,20 +43,11 @@ from .node.param_spec import Apply, ParameterSpec, declare_specs
 from .node.runner import run
 from .node.status import publish_status
 from .node.decode import decode
+from .node.upkeep import TailUpkeep
 from .player.device import DeviceError, Player, PlayerConfig
 from .player.marks import MarkFollower, parse_mark
 
 __all__ = ['PLAYER_PARAMETERS', 'PlayerNode', 'decode', 'main']
-
-#: Longest period of the upkeep timer (s). The timer runs only while a resampled run's
-#: last ~10 ms are held back (each tick wakes the executor, which an idle player need not
-#: pay for) and wakes when that tail is due (:meth:`Playout.flush_tail`: just before the
-#: device would run out), or after this long, whichever is first: the due time moves
-#: with every chunk that continues the run and with the device's clock.
-UPKEEP_PERIOD_S = 0.1
-
-#: Shortest period of the upkeep timer (s): a tail already due is queued by the next tick.
-UPKEEP_MIN_S = 0.002
 
 #: Longest wait for queued audio to play out when the node deactivates or stops (s).
 DRAIN_TIMEOUT_S = 10.0
@@ -118,27 +108,11 @@ class PlayerNode(LifecycleNode):
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._timer = self.create_timer(self._p('diagnostics_period_s'), self._on_timer,
                                         callback_group=MutuallyExclusiveCallbackGroup())
-        # Armed by a chunk that leaves a tail held, disarmed by the tick that finds none;
-        # both run on the node's single executor thread (main), so they cannot interleave.
-        # On the steady clock: its due times are monotonic seconds, whatever use_sim_time.
-        self._upkeep = self.create_timer(UPKEEP_PERIOD_S, self._on_upkeep,
-                                         callback_group=MutuallyExclusiveCallbackGroup(),
-                                         clock=Clock(clock_type=ClockType.STEADY_TIME),
-                                         autostart=False)
+        self._upkeep = TailUpkeep(self, self._tick)
 
-    def _on_upkeep(self) -> None:
+    def _tick(self) -> Optional[float]:
         player = self._player
-        due_in = player.tick() if player is not None else None
-        if due_in is None:
-            self._upkeep.cancel()
-        else:
-            self._arm_upkeep(due_in)
-
-    def _arm_upkeep(self, due_in: float) -> None:
-        """Wake the upkeep in ``due_in`` s (clamped to its shortest and longest period)."""
-        period = min(max(due_in, UPKEEP_MIN_S), UPKEEP_PERIOD_S)
-        self._upkeep.timer_period_ns = int(period * 1e9)
-        self._upkeep.reset()
+        return player.tick() if player is not None else None
 
     def _p(self, name: str):
         return self.get_parameter(name).value
@@ -332,14 +306,7 @@ class PlayerNode(LifecycleNode):
             stamp = stamp_ns * 1e-9
             late = player.submit(stamp, samples, int(msg.audio.info.rate), clock_offset)
             if player.holds_tail:
-                # A resampled run's tail is held: the upkeep queues it when due. An armed
-                # upkeep that wakes sooner finds the due time moved by this chunk then; one
-                # armed for later (left from a run before) is brought forward.
-                due_in = player.tick()
-                left_ns = self._upkeep.time_until_next_call()
-                if due_in is not None and (self._upkeep.is_canceled() or left_ns is None
-                                           or due_in * 1e9 < left_ns):
-                    self._arm_upkeep(due_in)
+                self._upkeep.on_chunk()  # its tail is queued when due
             issue, started_idle = player.last_stamp_issue
             if started_idle:
                 self._stamp_warned = False  # a new utterance: warn again if it needs it

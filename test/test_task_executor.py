@@ -49,7 +49,7 @@ def run_pending_task(executor_cls, context, spins: int = SPINS) -> tuple:
     try:
         gate: Future = Future(executor=executor)
 
-        async def goal() -> str:
+        async def goal() -> object:
             return await gate  # a say goal waiting for its utterance
 
         task = executor.create_task(goal)

@@ -10,5 +10,7 @@
 * :mod:`.say_action`: the ``say`` action server (coroutine execute callbacks);
 * :mod:`.messages`: chunk -> ``AudioStamped`` conversion and stamps;
 * :mod:`.diagnostics`: ``/diagnostics`` status building;
-* :mod:`.log_bridge`: Python ``logging`` of the ROS-free layers -> the node's logger.
+* :mod:`.log_bridge`: Python ``logging`` of the ROS-free layers -> the node's logger;
+* :mod:`.task_executor`: the executor of both nodes' processes (a waiting goal kept once);
+* :mod:`.upkeep`: ``player_node``'s timer that queues a resampled run's held tail when due.
 """
