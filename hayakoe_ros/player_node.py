@@ -305,8 +305,7 @@ class PlayerNode(LifecycleNode):
             stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
             stamp = stamp_ns * 1e-9
             late = player.submit(stamp, samples, int(msg.audio.info.rate), clock_offset)
-            if player.holds_tail:
-                self._upkeep.on_chunk()  # its tail is queued when due
+            self._upkeep.on_chunk()  # a resampled run's held tail is queued when due
             issue, started_idle = player.last_stamp_issue
             if started_idle:
                 self._stamp_warned = False  # a new utterance: warn again if it needs it

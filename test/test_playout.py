@@ -27,6 +27,13 @@ def ramp(n, start=0):
     return ((np.arange(start, start + n) % 1000) / 1000.0 + 0.001).astype(np.float32)
 
 
+def smooth_noise(n, seed):
+    """``n`` samples of low-passed noise peaking at 0.5 (float32): a signal to resample."""
+    rng = np.random.default_rng(seed)
+    src = np.convolve(rng.standard_normal(n), np.ones(8) / 8, 'same').astype(np.float32)
+    return src * np.float32(0.5 / np.max(np.abs(src)))
+
+
 def test_contiguous_chunks_play_gaplessly_from_the_first_stamp():
     playout = Playout(RATE)
     dev = Device(playout)
@@ -163,9 +170,7 @@ def test_another_rate_is_resampled_and_the_last_chunk_is_flushed_whole():
     playout = Playout(48000)
     dev = Device(playout)
     dev.run(0.05)
-    rng = np.random.default_rng(0)
-    src = np.convolve(rng.standard_normal(16000), np.ones(8) / 8, 'same').astype(np.float32)
-    src *= 0.5 / np.max(np.abs(src))
+    src = smooth_noise(16000, seed=0)
     stamp = dev.t + 0.02
     for k in range(0, src.size, 1600):
         playout.push(stamp + k / RATE, src[k:k + 1600], RATE, dev.now)
@@ -198,9 +203,7 @@ def test_a_resampled_run_s_tail_plays_right_after_it_when_its_chunks_come_in_rea
     playout = Playout(48000)
     dev = Device(playout)
     dev.run(0.05)
-    rng = np.random.default_rng(1)
-    src = np.convolve(rng.standard_normal(8000), np.ones(8) / 8, 'same').astype(np.float32)
-    src *= 0.5 / np.max(np.abs(src))
+    src = smooth_noise(8000, seed=1)
     src[-800:] = 0.5  # the run ends loud: a late tail would be heard
     stamp = dev.t + 0.1
     pushed, wake = 0, None

@@ -47,7 +47,7 @@ class TailUpkeep:
                                         autostart=False)
 
     def on_chunk(self) -> None:
-        """A chunk left a tail held: arm the timer, or bring it forward if due sooner."""
+        """A chunk came: if a tail is held, arm the timer, or bring it forward if due sooner."""
         due_in = self._tick()
         if due_in is None:
             return

@@ -255,12 +255,6 @@ class Player:
         with self._lock:
             self._close()
 
-    @property
-    def holds_tail(self) -> bool:
-        """True while a resampled run's tail is held back (:meth:`tick` queues it)."""
-        playout = self._playout
-        return playout is not None and playout.holds_tail
-
     def tick(self) -> Optional[float]:
         """Upkeep: queue a resampled run's held tail once it is due (:meth:`Playout.flush_tail`).
 
