@@ -49,6 +49,8 @@ _NAME = re.compile(r'^hk[hr]-(\d+)-\d+$')
 ETC_NETNS = Path('/etc/netns')
 #: Seconds a process in a namespace is given after SIGTERM before SIGKILL.
 GRACE_S = 5.0
+#: Seconds ``ip netns exec`` is given to move a new child into its namespace.
+ENTER_TIMEOUT_S = 10.0
 
 
 def ip(*args: str, check: bool = True, timeout: float = 30.0) -> subprocess.CompletedProcess:
@@ -70,6 +72,27 @@ def pids_in(name: str) -> list:
     """Pids of the processes in namespace ``name`` (empty if it is gone)."""
     proc = ip('netns', 'pids', name, check=False)
     return [int(p) for p in proc.stdout.split()] if proc.returncode == 0 else []
+
+
+def _netns_id(path: str) -> Optional[tuple]:
+    """(device, inode) of the network namespace file ``path``; None if it is gone."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def _wait_entered(proc: subprocess.Popen, name: str,
+                  timeout: float = ENTER_TIMEOUT_S) -> None:
+    """Wait until ``proc`` is in namespace ``name`` or has ended (bounded)."""
+    target = _netns_id(f'/run/netns/{name}')
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None and _netns_id(f'/proc/{proc.pid}/ns/net') != target:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f'pid {proc.pid} did not enter namespace {name} '
+                               f'within {timeout} s')
+        time.sleep(0.005)
 
 
 def _end_processes(name: str, grace_s: float = GRACE_S) -> None:
@@ -209,9 +232,15 @@ class Link:
         """Start ``args`` in namespace ``name`` with :func:`environ` of ``env``.
 
         ``ip netns exec`` execs the command in place: the child's pid is the program's.
+        Returns once the child is inside the namespace (it enters it after the fork, so
+        until then :func:`pids_in` and the clean-up on exit would not see it).
+
+        Raises:
+            RuntimeError: the child neither entered nor ended within ``ENTER_TIMEOUT_S``.
         """
         proc = subprocess.Popen([*self.prefix(name), *args], env=environ(env), **kwargs)
         self.procs.append(proc)
+        _wait_entered(proc, name)
         return proc
 
     def run(self, name: str, args: Sequence[str], timeout: float = 30.0,
