@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: AGPL-3.0-or-later
 """Shared pytest fixtures for the hayakoe_ros tests."""
 
+import importlib.util
 import os
 from pathlib import Path
 import sys
@@ -11,6 +12,13 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # tools/ is a top-level package, not installed
     sys.path.insert(0, str(REPO_ROOT))
+
+# A CPU engine keeps torch out of a process that has not imported it
+# (hayakoe_load.keep_torch_out); this process builds the test models with torch and runs
+# the CUDA-path tests, so it imports torch first where it is installed. The processes the
+# tests start (nodes, fleets) run without it, as on a Raspberry Pi.
+if importlib.util.find_spec('torch') is not None:
+    import torch  # noqa: F401
 
 
 #: The test kinds; every test module sets ``pytestmark`` to one of them (test_lint checks

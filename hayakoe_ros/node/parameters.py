@@ -71,8 +71,9 @@ _SPECS = (
                   "Engine used when 'engine' cannot be loaded: 'openjtalk' or 'none' "
                   '(load failure is then fatal).', Apply.RELOAD,
                   choices=_choices(FallbackEngine)),
-    ParameterSpec('device', 'cpu', "hayakoe device: 'cpu' (ONNX Runtime) or 'cuda'/'cuda:N' "
-                  '(PyTorch).', Apply.RELOAD),
+    ParameterSpec('device', 'cpu', "hayakoe device: 'cpu' (ONNX Runtime; the process then "
+                  "runs without torch) or 'cuda'/'cuda:N' (PyTorch; from 'cpu' to 'cuda' "
+                  'needs a restart).', Apply.RELOAD),
     ParameterSpec('compile', False, 'CUDA only: torch.compile the BERT (slower start, '
                   'faster speech).', Apply.RELOAD),
     ParameterSpec('speaker', 'jvnv-F1-jp', 'hayakoe speaker (voice) name.', Apply.RELOAD),
