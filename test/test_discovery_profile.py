@@ -96,6 +96,7 @@ def test_the_profile_with_the_range_unset_also_announces_by_multicast(netns_link
         listener.close()
 
 
+@pytest.mark.long  # about 7 s here: the control; the remedies that work stay quick
 def test_default_discovery_fails_once_multicast_is_blocked(netns_link):
     link = netns_link
     talker, listener = talk_and_listen(link, env(DEFAULT), env(DEFAULT))

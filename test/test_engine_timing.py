@@ -169,7 +169,9 @@ def test_hts_durations_are_the_frames_hts_engine_synthesises():
         assert int(model.label_frames(labels, speed).sum()) * 240 == len(audio), (text, speed)
 
 
-@pytest.mark.parametrize('length_scale', [1.0, 0.7, 1.5])
+# Rates other than 1: about 10 s together here, left to make test-long.
+@pytest.mark.parametrize('length_scale', [1.0, pytest.param(0.7, marks=pytest.mark.long),
+                                          pytest.param(1.5, marks=pytest.mark.long)])
 def test_openjtalk_phones_tile_the_audio(openjtalk_engine, length_scale):
     voice = VoiceParams(length_scale=length_scale)
     for text in texts.utterances('short_reply') + texts.utterances('question'):

@@ -122,6 +122,8 @@ def test_live_rate_and_volume_change_the_next_utterance(node, ros_client):
     assert 0.35 < rms[1] / rms[0] < 0.65
 
 
+@pytest.mark.long  # about 12 s here; rate and volume stay quick as parameters
+# (test_live_rate_and_volume_change_the_next_utterance)
 def test_goal_rate_and_volume(node, ros_client):
     text = 'こんにちは、今日はいい天気ですね。'
     _, base, _ = speak(ros_client, node, text)

@@ -23,6 +23,8 @@ def _values(status):
     return {kv.key: kv.value for kv in status.values}
 
 
+@pytest.mark.long  # about 10 s here; the guard stays quick (test_openjtalk_fuzz.py's harness,
+# test_say_command.py's reading of such a text), bad input with a queue test_node_speech.py
 def test_texts_that_crashed_open_jtalk_are_spoken_and_nothing_queued_is_lost(ros_client):
     """One goal of え x 600 killed the node (SIGSEGV) with every queued goal; no more."""
     node = NodeProcess(OJT)

@@ -67,6 +67,8 @@ def _stream(pub, text, per_second=30.0, size=2):
         time.sleep(max(0.0, start + (i // size + 1) * period - time.monotonic()))
 
 
+@pytest.mark.long  # about 21 s here (the reply paced, then spoken whole); the order of a
+# stream stays quick (test_fragments_and_texts_sent_back_to_back_keep_their_order)
 def test_a_streamed_reply_is_spoken_once_in_order_as_one_utterance(ojt_node, ros_client,
                                                                     listen):
     rec, marks = listen

@@ -95,10 +95,12 @@ CASES = {
 # One worker takes the inputs in turn and reports each as it ends; when it dies on one (a
 # crash), the harness records that input and starts a fresh worker for the rest. So every
 # input is isolated from the others' crashes, and the 4 s start-up (hayakoe's tokenizer)
-# is paid once, not per input.
+# is paid once, not per input. The worker runs without torch, as the node does on the CPU.
 _WORKER = textwrap.dedent("""
     import json, sys
     sys.path.insert(0, sys.argv[1])
+    from hayakoe_ros.engines.hayakoe_load import keep_torch_out
+    keep_torch_out()
     from hayakoe_ros.engines import hayakoe_internals, openjtalk_guard
     from hayakoe_ros.engines.base import NothingToSpeakError, VoiceParams
     from hayakoe_ros.engines.openjtalk_engine import OpenJTalkEngine

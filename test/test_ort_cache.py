@@ -94,6 +94,7 @@ def test_second_request_uses_the_cached_copy(tiny_model_root, tmp_path):
     assert options.graph_optimization_level == ort.GraphOptimizationLevel.ORT_DISABLE_ALL
 
 
+@pytest.mark.long  # about 10 s here; the cache's miss, hit and fall-backs stay quick
 def test_a_changed_model_file_or_runtime_gets_a_new_entry(tiny_model_root, tmp_path,
                                                           monkeypatch):
     speaker_dir = tiny_model_root / 'onnx' / 'speakers' / 'tiny-jp'

@@ -47,6 +47,8 @@ def test_say_speaks_ssml_through_the_node_and_reports_success(ros_test_domain, t
         node.stop()
 
 
+@pytest.mark.long  # about 11 s here; say_marks stays quick with a node whose marks are off,
+# and the marks themselves in test_node_marks.py
 def test_say_marks_prints_the_timeline_of_its_goal(ros_test_domain, tmp_path):
     """`say --marks`: the start, each word with its offsets, the end with what was heard."""
     import re

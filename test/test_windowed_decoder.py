@@ -33,17 +33,22 @@ EXACT = 1e-4
 
 
 def _engine(root, cache, **kwargs):
+    """The tiny model's engine; ``cache`` None: hayakoe's default cache, shared by the run."""
+    if cache is not None:
+        kwargs['cache_dir'] = str(cache)
     return HayakoeEngine('tiny-jp', speaker_source=f'file://{root}',
-                         bert_source=f'file://{root}', cache_dir=str(cache), num_threads=1,
-                         **kwargs)
+                         bert_source=f'file://{root}', num_threads=1, **kwargs)
 
 
 @pytest.fixture(scope='module')
-def engines(tiny_model_root, tmp_path_factory):
-    """The windowed engine (first window 1 frame: the most cuts) and hayakoe's own."""
-    cache = tmp_path_factory.mktemp('hayakoe-cache')
-    windowed = _engine(tiny_model_root, cache, first_window_s=0.001)
-    whole = _engine(tiny_model_root, cache, first_window_s=0)
+def engines(tiny_model_root):
+    """The windowed engine (first window 1 frame: the most cuts) and hayakoe's own.
+
+    In the default cache: its optimised models and cut are those every other test of
+    the run uses (the tests of a fresh cache build their own).
+    """
+    windowed = _engine(tiny_model_root, None, first_window_s=0.001)
+    whole = _engine(tiny_model_root, None, first_window_s=0)
     yield windowed, whole
     windowed.close()
     whole.close()
