@@ -126,6 +126,7 @@ def test_shutdown_transition_ends_the_process_with_status_0(ros_client):
     node.stop()
 
 
+@pytest.mark.long  # about 7 s here; the node's log is read quick in test_node_driver.py too
 def test_one_info_line_per_utterance_and_debug_lines_for_segments(ros_client):
     namespace = new_namespace()  # DEBUG for this node's logger only, not rcl's
     node = NodeProcess(OJT, namespace=namespace,
@@ -209,6 +210,7 @@ def _threads(pid: int) -> int:
     return int(match.group(1))
 
 
+@pytest.mark.long  # about 7 s here; the queue itself stays quick (test_node_speech.py)
 def test_queued_goals_hold_no_threads(ros_client):
     node = NodeProcess(dict(OJT, max_queue=40))
     try:

@@ -72,7 +72,9 @@ def assert_heard_to_the_end(heard, ref, lag):
     assert corr > 0.99, corr
 
 
-@pytest.mark.parametrize('device_rate', [0, 44100])
+# A fixed device rate (the stream resampled): about 7 s here, left to make test-long; the
+# resampling itself stays quick in test_playout.py.
+@pytest.mark.parametrize('device_rate', [0, pytest.param(44100, marks=pytest.mark.long)])
 def test_player_follows_a_rate_change_between_utterances(pulse, ros_client, device_rate):
     """16 kHz then 22.05 kHz: both utterances are heard whole.
 
