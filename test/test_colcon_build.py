@@ -48,7 +48,9 @@ def _base_env() -> dict:
     return env
 
 
-@pytest.fixture(scope='module', params=['--symlink-install', 'copy'])
+# The plain install: about 9 s more here, left to make test-long.
+@pytest.fixture(scope='module', params=['--symlink-install',
+                                        pytest.param('copy', marks=pytest.mark.long)])
 def workspace(request, tmp_path_factory):
     """``colcon build`` of a copy of this package; returns the workspace root.
 

@@ -93,7 +93,8 @@ def test_hayakoe_phones_tile_the_audio_whole_and_in_windows_alike(tiny_engine, d
     for text in HAYAKOE_TEXTS:
         whole = tiny_engine.synthesize_timed(text, det_voice)
         assert_tiles(whole.phones, whole.audio)
-        np.testing.assert_array_equal(whole.audio, tiny_engine.synthesize(text, det_voice))
+        if text == HAYAKOE_TEXTS[0]:  # (once: each synthesis of the long texts takes seconds)
+            np.testing.assert_array_equal(whole.audio, tiny_engine.synthesize(text, det_voice))
         # Every phone is a whole number of frames: the model's own durations, not a scaling.
         assert all(p.start % 512 == 0 for p in whole.phones)
         windows = list(tiny_engine.synthesize_windows(text, det_voice))

@@ -182,6 +182,7 @@ def test_diagnostics_name_the_fallback_voice_and_reset_with_configure(ros_client
         assert node.stop() == 0, node.log()
 
 
+@pytest.mark.long  # about 5 s here; speaking's flips stay quick (test_node_driver.py)
 def test_speaking_stays_true_across_queued_utterances(ros_client):
     node = NodeProcess(OJT)
     try:

@@ -112,8 +112,10 @@ def _cancel_then_shut_down(client, node, path: str, delay: float, made: list):
     return results, cancels, changed
 
 
-# SIGINT's path: about 8 s here, left to make test-long; the shutdown transition's stays quick.
-@pytest.mark.parametrize('path', [pytest.param('sigint', marks=pytest.mark.long), 'lifecycle'])
+# About 8 s each here, left to make test-long; the goals answered at a shutdown while
+# speaking stay quick (test_lifecycle_shutdown_while_speaking_answers_every_goal).
+@pytest.mark.long
+@pytest.mark.parametrize('path', ['sigint', 'lifecycle'])
 def test_cancel_requests_queued_at_shutdown_are_answered(path, ros_client):
     """A shutdown just after a burst of cancels: the node exits 0 and answers what it can.
 

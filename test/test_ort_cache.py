@@ -132,6 +132,7 @@ def test_a_model_that_cannot_be_converted_falls_back_to_the_plain_file(tmp_path,
     assert 'failed before' in caplog.text
 
 
+@pytest.mark.long  # about 6 s here; the fall-back to the plain file stays quick (above)
 def test_engine_loads_plain_models_when_the_cache_is_not_writable(tiny_model_root, tmp_path,
                                                                   hayakoe_clean_globals,
                                                                   caplog):

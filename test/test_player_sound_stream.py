@@ -135,6 +135,7 @@ def test_unknown_device_fails_configure_naming_it_and_how_to_list_devices(pulse)
     assert "output device 'no-such-speaker'" in log and 'python3 -m sounddevice' in log, log
 
 
+@pytest.mark.long  # about 5 s here; the play-out on deactivate stays quick (below)
 def test_player_plays_out_what_it_holds_when_it_is_stopped(pulse, ros_client):
     """1.5 s of audio arrives at once (pacing off); SIGINT at once: all of it is heard."""
     from ros_utils import new_namespace
