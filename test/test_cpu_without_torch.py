@@ -50,6 +50,7 @@ def _torch_installed() -> bool:
     return importlib.util.find_spec('torch') is not None
 
 
+@pytest.mark.long  # about 6 s here; the node without torch stays quick (below)
 def test_a_cpu_engine_speaks_without_torch_and_says_cuda_needs_a_restart(tiny_model_root):
     if not _torch_installed():
         pytest.skip('torch is not installed here: nothing to keep out')
