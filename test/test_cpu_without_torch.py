@@ -1,11 +1,11 @@
 # Copyright 2026 The hayakoe_ros Authors
 # SPDX-License-Identifier: AGPL-3.0-or-later
-"""A process whose hayakoe engine runs on ONNX Runtime (device ``cpu``) never loads torch.
+"""A node whose hayakoe engine runs on ONNX Runtime (device ``cpu``) never loads torch.
 
-On a machine with torch installed (this one: the tests build their models with it),
-a CPU engine built in a fresh process keeps torch out (:func:`hayakoe_ros.engines.
-hayakoe_load.keep_torch_out`), speaks, and says why ``cuda`` then needs a restart; a
-``tts_node`` on its default device speaks with no torch library mapped in its process.
+On a machine with torch installed (this one: the tests build their models with it), a
+``tts_node`` on its default device speaks with no torch library mapped in its process
+(its engine loader calls :func:`hayakoe_ros.engines.hayakoe_load.keep_torch_out`), and
+an engine built after that call speaks, and says why ``cuda`` then needs a restart.
 """
 
 import json
@@ -28,7 +28,8 @@ import json, sys
 from hayakoe_ros.engines import EngineLoadError
 from hayakoe_ros.engines.base import VoiceParams
 from hayakoe_ros.engines.hayakoe_engine import HayakoeEngine
-from hayakoe_ros.engines.hayakoe_load import check_cuda
+from hayakoe_ros.engines.hayakoe_load import check_cuda, keep_torch_out
+keep_torch_out()  # as the node's engine loader does for a CPU engine
 root = sys.argv[1]
 engine = HayakoeEngine('tiny-jp', speaker_source=f'file://{root}',
                        bert_source=f'file://{root}', num_threads=1)

@@ -28,22 +28,22 @@ _LOG = logging.getLogger(__name__)
 DEFAULT_SOURCE = 'hf://lemondouble/hayakoe'
 
 
-def keep_torch_out() -> bool:
-    """Keep PyTorch out of this process, if nothing imported it yet; True if it is out.
+def keep_torch_out() -> None:
+    """Keep PyTorch out of this process for good, unless something imported it already.
 
-    For a hayakoe speaker on ONNX Runtime (device ``cpu``), whose path never calls torch:
-    hayakoe imports transformers for its BERT tokenizer, and transformers imports torch
-    whenever it is installed, which costs the start-up and resident memory of a process
-    that does not use it (a tiny model's engine, this machine: load 9.5 s -> 4.6 s, peak
-    RSS 475 MB -> 209 MB). ``sys.modules['torch'] = None`` is the import system's own
-    mark for a module that must not load: ``import torch`` raises ImportError and
+    For a process that owns its imports (the node's, the fleet's) and speaks with
+    hayakoe on ONNX Runtime (device ``cpu``), whose path never calls torch: hayakoe
+    imports transformers for its BERT tokenizer, and transformers imports torch whenever
+    it is installed, which costs the start-up and resident memory of a process that does
+    not use it (a tiny model's engine, this machine: load 9.5 s -> 4.6 s, peak RSS 475 MB
+    -> 209 MB). ``sys.modules['torch'] = None`` is the import system's own mark for a
+    module that must not load: ``import torch`` raises ImportError and
     ``importlib.util.find_spec('torch')`` answers None, so transformers takes torch for
-    absent and the process runs as on a Raspberry Pi, which has no torch. A process that
-    imported torch already (a test run, an engine on CUDA) is left as it is.
+    absent and the process runs as on a Raspberry Pi, which has no torch. Not for a
+    library caller's process, which may want torch later for its own use.
     """
     if 'torch' not in sys.modules:
         sys.modules['torch'] = None  # type: ignore[assignment]
-    return sys.modules['torch'] is None
 
 
 def check_cuda(device: str) -> None:
@@ -100,8 +100,6 @@ def load(speaker: str, device: str, *, speaker_source: str, bert_source: str,
         RuntimeError: the installed hayakoe's internals changed
             (:func:`~.hayakoe_internals.check_compatible`).
     """
-    if device == 'cpu':
-        keep_torch_out()
     try:
         from hayakoe import TTS
     except ImportError as exc:

@@ -18,6 +18,7 @@ from typing import Callable, Optional
 
 from ..engines import (Engine, EngineError, EngineLoadError, UnknownStyleError, VoiceParams,
                        create_engine)
+from ..engines.hayakoe_load import keep_torch_out
 from ..engines.phrase_cache import CachingEngine
 from ..engines.shared import GatedEngine, SharedEngineView
 from ..engines.preload import preload, read_phrases
@@ -126,6 +127,8 @@ class EngineLoader:
         self.close()
         self.fallback_reason = self.engine_error = ''
         name, fallback = params['engine'], params['fallback_engine']
+        if name == 'hayakoe' and params['device'] == 'cpu':
+            keep_torch_out()  # its CPU path never calls torch (see there)
         t0 = time.perf_counter()
         try:
             engine = create_engine(
