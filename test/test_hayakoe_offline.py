@@ -179,6 +179,8 @@ def test_model_build_is_cached(tiny_model_root, monkeypatch):
     assert not list(tiny_model_root.parent.glob(f'.{tiny_model_root.name}.tmp-*'))
 
 
+@pytest.mark.long  # the CUDA backend's files, beside the CUDA-path tests (make test-long):
+# a fresh clone builds the tiny model's PyTorch tree for it (about 45 s here)
 def test_pytorch_artifacts_load_with_hayakoe(tiny_model_root, hayakoe_clean_globals):
     """The CUDA backend's files (built with pytorch=True) load through hayakoe's loaders."""
     from pathlib import Path
