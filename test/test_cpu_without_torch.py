@@ -5,7 +5,8 @@
 On a machine with torch installed (this one: the tests build their models with it), a
 ``tts_node`` on its default device speaks with no torch library mapped in its process
 (its engine loader calls :func:`hayakoe_ros.engines.hayakoe_load.keep_torch_out`), and
-an engine built after that call speaks, and says why ``cuda`` then needs a restart.
+an engine built after that call speaks, and says why ``cuda`` then needs a restart; a
+node reconfigured from ``cpu`` to ``cuda`` logs that restart.
 """
 
 import json
@@ -77,5 +78,29 @@ def test_a_cpu_node_maps_no_torch_library(tiny_model_root):
         libraries = _mapped_libraries(node.pid)
         assert any('onnxruntime' in lib for lib in libraries), sorted(libraries)[:20]
         assert not [lib for lib in libraries if 'libtorch' in lib or '/torch/' in lib]
+    finally:
+        assert node.stop() == 0, node.log()
+
+
+@pytest.mark.long  # about 10 s here; the node without torch stays quick (above)
+def test_a_cpu_node_reconfigured_to_cuda_says_to_restart(tiny_model_root, ros_client):
+    from lifecycle_msgs.msg import Transition
+    from rclpy.parameter import Parameter
+    from rclpy.parameter_client import AsyncParameterClient
+
+    from ros_utils import change_state, wait_future
+
+    node = NodeProcess(tiny_params(tiny_model_root))
+    try:
+        assert change_state(ros_client, node, Transition.TRANSITION_DEACTIVATE)
+        assert change_state(ros_client, node, Transition.TRANSITION_CLEANUP)
+        params = AsyncParameterClient(ros_client.node, node.topic(node.name))
+        assert params.wait_for_services(timeout_sec=10)
+        result = wait_future(params.set_parameters([Parameter('device', value='cuda')]), 10)
+        assert result.results[0].successful, result.results
+        mark = node.log_mark()
+        assert not change_state(ros_client, node, Transition.TRANSITION_CONFIGURE)
+        node.wait_for_log('restart the node', timeout=30, after=mark)
+        assert "device 'cuda' needs PyTorch" in node.log()[mark:]
     finally:
         assert node.stop() == 0, node.log()
