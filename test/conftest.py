@@ -13,10 +13,11 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # tools/ is a top-level package, not installed
     sys.path.insert(0, str(REPO_ROOT))
 
-# A CPU engine keeps torch out of a process that has not imported it
-# (hayakoe_load.keep_torch_out); this process builds the test models with torch and runs
-# the CUDA-path tests, so it imports torch first where it is installed. The processes the
-# tests start (nodes, fleets) run without it, as on a Raspberry Pi.
+# The node's engine loader keeps torch out of a process that has not imported it
+# (hayakoe_load.keep_torch_out), and some tests run a node in this process; this process
+# also builds the test models with torch and runs the CUDA-path tests, so it imports
+# torch first where it is installed. The node and fleet processes the tests start run
+# without it, as on a Raspberry Pi.
 if importlib.util.find_spec('torch') is not None:
     import torch  # noqa: F401
 
