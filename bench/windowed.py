@@ -47,6 +47,8 @@ from tools.submit import submit_text  # noqa: E402
 from tools.texts import load_texts  # noqa: E402
 
 SOUND = 10.0 ** (-40.0 / 20.0)
+#: Whole/windowed decode pairs of the overlap figure (medians of their differences).
+OVERLAP_PAIRS = 11
 TIMEOUT_S = 600.0
 
 
@@ -260,7 +262,7 @@ def main(argv=None) -> int:
                                                  voice.__class__()) * 32767, 48000)}
         out['first_sound'] = sound
         out['overlap'] = overlap(engine, voice, one, _speak(engine, voice, one, True, True)
-                                 ['first_segment'], max(3, args.reps))
+                                 ['first_segment'], OVERLAP_PAIRS)
     finally:
         raw.stop()
     out['load_avg_end'] = os.getloadavg()
@@ -322,7 +324,8 @@ def report(out: dict) -> str:
     o = out['overlap']
     lines += ['', f"overlap: first segment {o['frames']} frames in windows {o['windows']}: "
               f"decoder {o['windows_s']:.3f} s vs {o['whole_s']:.3f} s whole "
-              f"({o['extra_of_segment'] * 100:+.1f} % of the segment's, "
+              f"(medians of {o.get('reps', 3)} alternating pairs; "
+              f"{o['extra_of_segment'] * 100:+.1f} % of the segment's, "
               f"{o['extra_of_utterance'] * 100:+.1f} % of the 1-sentence utterance's "
               f"decoder time {o['utterance_decoder_s']:.3f} s); multiply-adds "
               f"{o['work_extra_of_utterance'] * 100:+.2f} % of the utterance's "
