@@ -157,8 +157,8 @@ def measure(args, root: Path, speaker: str, log_dir: Path, log) -> dict:
     Both processes are started (one after the other) and stay up; each repetition runs
     the node alone, then each robot alone, then every robot at once, so that a change in
     the machine's load meets both sides of each ratio alike. The idle one still takes a
-    little CPU beside the measured one (an idle tts_node about 1 % of a core, an idle
-    4-robot fleet about 4 %: ``bench/idle_cpu.py``; 2.5 and 31.7 % while each robot
+    little CPU beside the measured one (an idle tts_node about 0.5 % of a core, an idle
+    4-robot fleet about 3 %: ``bench/idle_cpu.py``; 2.5 and 31.7 % while each robot
     ticked its text_stream timer with no reply open, which skewed every ratio here).
     """
     text = benchmark_texts()[3]
