@@ -15,11 +15,14 @@ import signal
 import threading
 import time
 
+import pytest
 from rclpy.executors import SingleThreadedExecutor
 
 from hayakoe_ros.node import runner
 from hayakoe_ros.node.executor_wait import spin_once
 from ros_utils import init_rclpy
+
+pytestmark = pytest.mark.ros
 
 #: The executor wait each test blocks in (s): without the wakers it lasts this long.
 LONG_WAIT_S = 30.0

@@ -62,6 +62,10 @@ RELEASE_TIMEOUT_S = 12.0
 EXIT_CHECK_S = 1.0
 
 
+#: Slice of an event thread's wait (s): it looks at whether the run is over this often.
+_EVENT_SLICE_S = 5.0
+
+
 def _nothing() -> None:
     """The task that ends an executor's wait (:meth:`_Wakers._wake`)."""
 
@@ -80,6 +84,7 @@ class _Wakers:
     def __init__(self, executor, stop: threading.Event, events) -> None:
         self._executor = executor
         self._stop = stop
+        self._closed = False
         self._read, self._write = os.pipe()
         os.set_blocking(self._write, False)  # the C handler must never block
         self._old_fd = signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
@@ -110,11 +115,16 @@ class _Wakers:
             self._wake()
 
     def _on_event(self, event: threading.Event) -> None:
-        event.wait()
-        self._wake()
+        while not self._closed:
+            # In slices only so that the thread ends with the run (a lock's timed wait,
+            # no executor wake-up).
+            if event.wait(_EVENT_SLICE_S):
+                self._wake()
+                return
 
     def close(self) -> None:
-        """Restore the previous wakeup fd; the signal reader ends."""
+        """Restore the previous wakeup fd; the reader and event threads end."""
+        self._closed = True
         signal.set_wakeup_fd(self._old_fd)
         os.close(self._write)
 
