@@ -40,7 +40,7 @@ def test_a_signal_wakes_the_main_loop_at_once():
     executor = SingleThreadedExecutor()
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    wakers = runner._Wakers(executor, stop, (stop,))
+    wakers = runner._Wakers(executor, stop, threading.Event())
     try:
         # The signal comes while this (the main) thread is blocked in the wait: Python
         # runs its handler only after the wait returns.
@@ -59,7 +59,7 @@ def test_the_shutdown_transition_wakes_the_main_loop_at_once():
     init_rclpy()
     executor = SingleThreadedExecutor()
     stop, finalized = threading.Event(), threading.Event()
-    wakers = runner._Wakers(executor, stop, (stop, finalized))
+    wakers = runner._Wakers(executor, stop, finalized)
     try:
         # Set on an executor thread by on_shutdown in a node; here by another thread.
         threading.Timer(0.5, finalized.set).start()

@@ -41,14 +41,12 @@ def caught_up(executor, timeout: float, *, spin: bool = False) -> bool:
 
     def hop(left: int) -> None:
         if left:
-            executor.create_task(hop, left - 1)
-            executor.wake()
+            queue_task(executor, hop, left - 1)
         else:
             reached.set()
 
     try:
-        executor.create_task(hop, _HOPS - 1)
-        executor.wake()
+        queue_task(executor, hop, _HOPS - 1)
     except RuntimeError:  # the executor is shutting down
         return False
     deadline = time.monotonic() + timeout
@@ -60,6 +58,20 @@ def caught_up(executor, timeout: float, *, spin: bool = False) -> bool:
             return False
         spin_once(executor, min(0.05, left))
     return True
+
+
+def queue_task(executor, callback, *args) -> None:
+    """Queue ``callback(*args)`` as a task of ``executor`` and end its current wait.
+
+    Safe from any thread. rclpy's ``Executor.wake()`` alone only makes a blocked wait
+    rebuild its wait set and wait again until its timeout; a queued task is work, which
+    the wait hands out, so a ``spin_once`` blocked in it returns.
+
+    Raises:
+        RuntimeError: the executor is shutting down.
+    """
+    executor.create_task(callback, *args)
+    executor.wake()
 
 
 def spin_once(executor, timeout: float) -> None:

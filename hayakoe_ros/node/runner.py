@@ -32,7 +32,7 @@ from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.signals import SignalHandlerOptions
 
-from .executor_wait import caught_up, spin_once
+from .executor_wait import caught_up, queue_task, spin_once
 from .task_executor import TaskExecutor
 
 #: Longest wait for goal results and service responses to go out before an action server
@@ -67,21 +67,23 @@ _EVENT_SLICE_S = 5.0
 
 
 def _nothing() -> None:
-    """The task that ends an executor's wait (:meth:`_Wakers._wake`)."""
+    """The task that ends the main loop's wait (:meth:`_Wakers._on_event`)."""
 
 
 class _Wakers:
-    """Wake the executor's wait in the main thread when a reason to exit comes.
+    """End the executor's wait in the main thread when a reason to exit comes.
 
-    A signal: Python runs its handler in the main thread only once the executor's wait
-    (in C) returns, so the signal is also written to a pipe (``signal.set_wakeup_fd``,
-    from the C-level handler) whose reader thread wakes the executor. An event (the
-    node's ``finalized``, set by the shutdown transition on an executor thread; the
-    ``stop`` a failed autostart sets): a thread waiting on it wakes the executor.
-    Threads blocked on a pipe or an event cost nothing while idle.
+    ``stop`` (a signal, or a failed autostart) and ``finalized`` (the node's, set by the
+    shutdown transition on an executor thread) each have a thread waiting on them that
+    queues a task when they are set (:func:`.executor_wait.queue_task`). A signal: Python
+    runs its handler in the main thread only once the executor's wait (in C) returns, so
+    the signal is also written to a pipe (``signal.set_wakeup_fd``, from the C-level
+    handler) whose reader thread sets ``stop``. Threads blocked on a pipe or an event
+    cost nothing while idle.
     """
 
-    def __init__(self, executor, stop: threading.Event, events) -> None:
+    def __init__(self, executor, stop: threading.Event,
+                 finalized: threading.Event) -> None:
         self._executor = executor
         self._stop = stop
         self._closed = False
@@ -89,18 +91,9 @@ class _Wakers:
         os.set_blocking(self._write, False)  # the C handler must never block
         self._old_fd = signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
         threading.Thread(target=self._on_signals, name='signal-wake', daemon=True).start()
-        for event in events:
+        for event in (stop, finalized):
             threading.Thread(target=self._on_event, args=(event,), name='exit-wake',
                              daemon=True).start()
-
-    def _wake(self) -> None:
-        # rclpy's wake() alone makes the wait rebuild its wait set and wait again until
-        # the timeout; a task is work, which ends spin_once.
-        try:
-            self._executor.create_task(_nothing)
-            self._executor.wake()
-        except Exception:  # noqa: BLE001 - the executor is shutting down: nothing to wake
-            pass
 
     def _on_signals(self) -> None:
         while True:
@@ -112,14 +105,16 @@ class _Wakers:
                 return
             if {signal.SIGINT, signal.SIGTERM} & set(data):
                 self._stop.set()  # the handler sets it too, once the main thread runs
-            self._wake()
 
     def _on_event(self, event: threading.Event) -> None:
         while not self._closed:
             # In slices only so that the thread ends with the run (a lock's timed wait,
             # no executor wake-up).
             if event.wait(_EVENT_SLICE_S):
-                self._wake()
+                try:
+                    queue_task(self._executor, _nothing)
+                except Exception:  # noqa: BLE001 - the executor is going away: nothing to end
+                    pass
                 return
 
     def close(self) -> None:
@@ -178,7 +173,7 @@ def run(factory: Callable, args=None, num_threads: int = 4) -> int:
     executor = (SingleThreadedExecutor() if num_threads == 1
                 else TaskExecutor(num_threads=num_threads))
     executor.add_node(node)
-    wakers = _Wakers(executor, stop, (stop, node.finalized))
+    wakers = _Wakers(executor, stop, node.finalized)
     failed = threading.Event()
     bring_up = None
     code = 0
