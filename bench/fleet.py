@@ -240,9 +240,9 @@ def _relay_ttfa(args, fleet: NodeProcess, host: BenchClient, text: str, log_dir:
         pairs: dict = {'robot_ttfa_s': [], 'host_ttfa_s': [], 'host_own_ttfa_s': []}
         for rep in range(args.reps * 3):
             log(f'fleet bench: relay {rep + 1}/{args.reps * 3}: robot via host, host direct')
-            seen = len(_host_ttfas(fleet, 'r1'))
+            mark = fleet.log_mark()
             pairs['robot_ttfa_s'].append(Goal(client, text, gapless=False).wait()['ttfa_s'])
-            pairs['host_own_ttfa_s'].append(_host_ttfas(fleet, 'r1', seen + 1)[seen])
+            pairs['host_own_ttfa_s'].append(_host_ttfa(fleet, 'r1', mark))
             pairs['host_ttfa_s'].append(Goal(host, text).wait()['ttfa_s'])
         if '[host ' not in robot.log():
             raise RuntimeError('the robot did not speak with the host voice:\n' + robot.log())
@@ -254,24 +254,20 @@ def _relay_ttfa(args, fleet: NodeProcess, host: BenchClient, text: str, log_dir:
         robot.stop()
 
 
-def _host_ttfas(fleet: NodeProcess, robot: str, count: int = 0,
-                timeout: float = 30.0) -> list:
-    """TTFAs (s) robot ``robot`` of ``fleet`` logged, one per utterance, in order.
+def _host_ttfa(fleet: NodeProcess, robot: str, mark: int, timeout: float = 30.0) -> float:
+    """TTFA (s) in the first utterance line robot ``robot`` of ``fleet`` logged after ``mark``.
 
     Each utterance's INFO line says ``TTFA x s`` (goal accepted -> first chunk published,
-    ms resolution, hayakoe_ros/node/diagnostics.py); the line is written when the
-    utterance ends, so this waits until at least ``count`` are there.
+    ms resolution, hayakoe_ros/node/diagnostics.py); it is written when the utterance
+    ends, so this waits for it.
     """
     # The robot's node logs as <namespace>.<robot>.tts_node.
-    pattern = re.compile(rf'\.{re.escape(robot)}\.[^\]\s]*\]: utterance .*?TTFA ([0-9.]+) s')
-    deadline = time.monotonic() + timeout
-    while True:
-        found = [float(v) for v in pattern.findall(fleet.log())]
-        if len(found) >= count:
-            return found
-        if time.monotonic() > deadline:
-            raise RuntimeError(f'{robot} logged {len(found)} TTFAs, expected {count}')
-        time.sleep(0.05)
+    head = f'.{robot}.tts_node]: utterance '
+    fleet.wait_for_log(head, timeout, after=mark)
+    found = re.search(re.escape(head) + r'.*?TTFA ([0-9.]+) s', fleet.log()[mark:])
+    if found is None:
+        raise RuntimeError(f'{robot} logged an utterance without a TTFA:\n{fleet.log()[mark:]}')
+    return float(found.group(1))
 
 
 def analyse(raw: dict) -> dict:
