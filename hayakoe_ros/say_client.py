@@ -6,11 +6,12 @@
 to be asked (``--print-reading`` needs no ROS). Prints the audio duration, the time to
 first audio (goal sent to first feedback chunk) and the real-time factor (the node's
 synthesis compute time over audio duration, from a /diagnostics report already received
-that counts the utterance; else wall time over audio duration). It returns as soon as the
-result is in, names the TTS action servers it sees when its own is not among them, and on
-SIGINT cancels its goal and exits 130 without a traceback. With ``--marks`` it also
-subscribes to the node's ``marks`` topic and prints the goal's speech marks as they come
-(:mod:`hayakoe_ros.say_marks`), waiting a little after the result for the ``end`` mark.
+that counts the utterance; else wall time over audio duration). It returns once the goal
+has ended and its feedback is in (0.1 s after the end), names the TTS action servers it
+sees when its own is not among them, and on SIGINT cancels its goal and exits 130
+without a traceback. With ``--marks`` it also subscribes to the node's ``marks`` topic
+and prints the goal's speech marks as they come (:mod:`hayakoe_ros.say_marks`), waiting
+a little after the result for the ``end`` mark.
 """
 
 from __future__ import annotations
@@ -40,6 +41,15 @@ from .say_signals import catch_signals
 #: is written from feedback, and rclpy's default depth 10 lost chunks when the client
 #: stalled for 0.3 s.
 FEEDBACK_DEPTH = 100
+
+#: How long the feedback must stay quiet after the goal's end before ``say`` asks for the
+#: result (s). Every chunk was published before the end and is already queued here, so
+#: this is only the time to take what the queue holds (0.5 ms a chunk here).
+FEEDBACK_SETTLE_S = 0.1
+
+#: Goal states after which the server sends no more feedback.
+_TERMINAL = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_ABORTED,
+             GoalStatus.STATUS_CANCELED)
 
 #: How long ``say`` looks for its action server before naming the TTS action servers it
 #: sees instead (s): discovery takes well under a second where multicast works, and up to
@@ -192,8 +202,10 @@ class SayClient(Node):
             timeout: float) -> tuple:
         """Send the goal and wait; return ``(status, result_text, sent_at, done_at)``.
 
-        Returns as soon as the result is in. A signal cancels the goal (the node stops
-        speaking) before :class:`Interrupted` is raised.
+        Returns once the goal has ended and the feedback already delivered is taken
+        (:data:`FEEDBACK_SETTLE_S` after its end), with every chunk in
+        :attr:`chunks`; ``done_at`` is when its end was seen. A signal cancels the goal
+        (the node stops speaking) before :class:`Interrupted` is raised.
 
         Raises:
             TimeoutError: no action server, or no answer or result within ``timeout`` s.
@@ -216,12 +228,22 @@ class SayClient(Node):
             raise RuntimeError('goal rejected by the node')
         if self.timeline is not None:
             self.timeline.set_key(bytes(handle.goal_id.uuid).hex())
+        # The result is asked for only once the goal has ended (its status) and the
+        # feedback already delivered has been taken: rclpy's action client drops a goal's
+        # feedback still queued when the result arrives, so a client behind the stream (a
+        # slow disk, a loaded machine) lost the WAV's last chunks.
+        deadline = time.monotonic() + timeout
+        if not self._spin_until(lambda: handle.status in _TERMINAL, timeout):
+            if self._stop.is_set():
+                self._cancel_after_stop(future)
+            raise TimeoutError(f'the goal did not end within {timeout:.0f} s')
+        done_at = time.monotonic()
+        self._take_delivered_feedback(deadline)
         result_future = handle.get_result_async()
-        if not self._spin_until(result_future.done, timeout):
+        if not self._spin_until(result_future.done, max(0.0, deadline - time.monotonic())):
             if self._stop.is_set():
                 self._cancel_after_stop(future)
             raise TimeoutError(f'no result within {timeout:.0f} s')
-        done_at = time.monotonic()
         result = result_future.result()
         if result is None:
             raise RuntimeError('the goal ended without a result')
@@ -233,6 +255,23 @@ class SayClient(Node):
             print(f'say: no end mark within {MARKS_WAIT_S:.0f} s of the result',
                   file=sys.stderr)
         return result.status, result.result.text, sent_at, done_at
+
+    def _take_delivered_feedback(self, deadline: float) -> None:
+        """Spin until :data:`FEEDBACK_SETTLE_S` passes with no feedback, or ``deadline``.
+
+        Called after the goal's terminal status: the server published every chunk before
+        that status, so what is still to come is already in this client's queue, and the
+        executor takes it at once (the chunks and the status travel on different
+        topics, but from one process over one transport, in the order sent).
+        """
+        while time.monotonic() < deadline and not self._stop.is_set():
+            with self._lock:
+                had = len(self.chunks)
+            self._spin_until(lambda had=had: len(self.chunks) > had,
+                             min(FEEDBACK_SETTLE_S, max(0.0, deadline - time.monotonic())))
+            with self._lock:
+                if len(self.chunks) == had:
+                    return
 
     def _wait_marks_publisher(self) -> None:
         """With ``--marks``: wait (bounded) until the ``marks`` publisher is matched.

@@ -16,6 +16,7 @@ import numpy as np
 import rclpy
 from audio_common_msgs.action import TTS
 from audio_common_msgs.msg import AudioStamped
+from action_msgs.msg import GoalStatus
 from action_msgs.srv import CancelGoal
 from lifecycle_msgs.srv import ChangeState, GetState
 from rclpy.action import ActionClient
@@ -254,6 +255,24 @@ def send_goal(client, action, text: str, **fields) -> tuple:
     handle = wait_future(future, 30)
     assert handle.accepted
     return handle, feedback
+
+
+def ended(handle, timeout: float = 120.0) -> int:
+    """Wait until the goal of ``handle`` shows a terminal status; return it.
+
+    The status comes on the action's status topic and leaves the goal's feedback callback
+    in place, unlike the result: rclpy's action client drops a goal's feedback taken
+    after its result arrived, so a test that counts the feedback waits for this, then
+    for its feedback, and only then asks for the result. Raises ``AssertionError`` after
+    ``timeout`` s.
+    """
+    terminal = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_ABORTED,
+                GoalStatus.STATUS_CANCELED)
+    deadline = time.monotonic() + timeout
+    while handle.status not in terminal:
+        assert time.monotonic() < deadline, f'the goal did not end (status {handle.status})'
+        time.sleep(0.01)
+    return handle.status
 
 
 def answered(client, srv_type, name: str, request, timeout: float = 30.0,

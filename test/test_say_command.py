@@ -187,3 +187,59 @@ def test_ctrl_c_while_say_starts_is_never_lost(ros_test_domain):
     assert out.returncode == 130, (out.returncode, out.stderr)
     assert 'interrupted before' in out.stderr and 'Traceback' not in out.stderr, out.stderr
     assert time.monotonic() - started < 15
+
+
+def test_a_say_client_behind_the_stream_still_gets_every_chunk(ojt_node, ros_client):
+    """The goal ends while the client still has chunks queued: the WAV loses none.
+
+    rclpy's action client drops a goal's feedback taken after its result; ``say`` asks
+    for the result only once the goal's end is seen and the queued chunks are taken.
+    """
+    import threading
+
+    from action_msgs.msg import GoalStatus, GoalStatusArray
+    from rclpy.qos import QoSDurabilityPolicy, QoSProfile
+
+    from hayakoe_ros.say_client import SayClient
+
+    rec = ros_client.audio_recorder(ojt_node.topic('audio'), node=ojt_node)
+    ros_client.wait_for_subscribers(ojt_node.topic('audio'))
+    ended: set = set()  # goal ids whose SUCCEEDED status this test's client has seen
+    lock = threading.Condition()
+
+    def on_status(msg) -> None:
+        with lock:
+            ended.update(bytes(s.goal_info.goal_id.uuid) for s in msg.status_list
+                         if s.status == GoalStatus.STATUS_SUCCEEDED)
+            lock.notify_all()
+
+    status_sub = ros_client.node.create_subscription(
+        GoalStatusArray, ojt_node.topic('say/_action/status'), on_status,
+        QoSProfile(depth=1, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL))
+    client = SayClient(ojt_node.topic('say'))
+    taken = client._on_feedback
+
+    def held_until_the_goal_ended(msg) -> None:
+        # The scenario, not a wait: the say client's thread is held (a slow disk, a loaded
+        # machine) from its first chunk until the node has ended the goal, so the rest of
+        # the chunks, the status and the result all wait in its queues.
+        if not client.chunks:
+            goal = bytes(msg.goal_id.uuid)
+            with lock:
+                assert lock.wait_for(lambda: goal in ended, 60), 'the goal never ended'
+        taken(msg)
+
+    client._on_feedback = held_until_the_goal_ended
+    try:
+        client.wait_for_server(30)
+        status, text, _, _ = client.say('こんにちは、聞こえますか。', 'ja', 1.0, 1.0, 60)
+        assert status == GoalStatus.STATUS_SUCCEEDED and text == 'こんにちは、聞こえますか。'
+        rec.wait_quiet(quiet_s=0.3, timeout=10)
+        want = rec.samples()
+        got = np.concatenate(client.chunks) if client.chunks else np.zeros(0, np.int16)
+        assert len(client.chunks) == rec.count() > 10, (len(client.chunks), rec.count())
+        np.testing.assert_array_equal(got, want)
+    finally:
+        client.destroy_node()
+        ros_client.node.destroy_subscription(status_sub)
+        ros_client.node.destroy_subscription(rec.sub)
