@@ -6,12 +6,12 @@
 to be asked (``--print-reading`` needs no ROS). Prints the audio duration, the time to
 first audio (goal sent to first feedback chunk) and the real-time factor (the node's
 synthesis compute time over audio duration, from a /diagnostics report already received
-that counts the utterance; else wall time over audio duration). It returns once the goal
-has ended and its feedback is in (0.1 s after the end), names the TTS action servers it
-sees when its own is not among them, and on SIGINT cancels its goal and exits 130
-without a traceback. With ``--marks`` it also subscribes to the node's ``marks`` topic
-and prints the goal's speech marks as they come (:mod:`hayakoe_ros.say_marks`), waiting
-a little after the result for the ``end`` mark.
+that counts the utterance; else wall time over audio duration). It returns once the
+result and the goal's last chunk are in (0.1 s with no chunk after the result), names
+the TTS action servers it sees when its own is not among them, and on SIGINT cancels its
+goal and exits 130 without a traceback. With ``--marks`` it also subscribes to the
+node's ``marks`` topic and prints the goal's speech marks as they come
+(:mod:`hayakoe_ros.say_marks`), waiting a little after the result for the ``end`` mark.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import sys
 import threading
 import time
 from typing import Optional
+import uuid
 import wave
 
 import numpy as np
@@ -33,6 +34,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
 from std_msgs.msg import String
+from unique_identifier_msgs.msg import UUID
 
 from .say_marks import Timeline
 from .say_signals import catch_signals
@@ -42,14 +44,12 @@ from .say_signals import catch_signals
 #: stalled for 0.3 s.
 FEEDBACK_DEPTH = 100
 
-#: How long the feedback must stay quiet after the goal's end before ``say`` asks for the
-#: result (s). Every chunk was published before the end and is already queued here, so
-#: this is only the time to take what the queue holds (0.5 ms a chunk here).
+#: How long ``say`` goes on taking its goal's feedback after the result, until none comes
+#: for this long (s). The node publishes every chunk before it sends the result, but on
+#: another DDS writer, so a client behind the stream (a slow disk, a loaded machine) can
+#: still hold chunks in its queue then; taking them costs about 0.5 ms a chunk here. A
+#: chunk still in flight longer than this (resent over a lossy link) is not waited for.
 FEEDBACK_SETTLE_S = 0.1
-
-#: Goal states after which the server sends no more feedback.
-_TERMINAL = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_ABORTED,
-             GoalStatus.STATUS_CANCELED)
 
 #: How long ``say`` looks for its action server before naming the TTS action servers it
 #: sees instead (s): discovery takes well under a second where multicast works, and up to
@@ -103,9 +103,14 @@ class SayClient(Node):
                  marks_topic: Optional[str] = None,
                  timeline: Optional[Timeline] = None) -> None:
         super().__init__('say_client')
-        self._client: ActionClient = ActionClient(
-            self, TTS, action_name, feedback_sub_qos_profile=QoSProfile(
-                depth=FEEDBACK_DEPTH, reliability=ReliabilityPolicy.RELIABLE))
+        self._client: ActionClient = ActionClient(self, TTS, action_name)
+        # The goal's chunks come from the action's feedback topic itself, not through the
+        # client's feedback callback: rclpy's action client drops a goal's feedback that
+        # it takes after the goal's result, and the WAV is written from the feedback.
+        self._goal_id: Optional[bytes] = None
+        self._feedback_sub = self.create_subscription(
+            TTS.Impl.FeedbackMessage, f'{action_name}/_action/feedback', self._on_feedback,
+            QoSProfile(depth=FEEDBACK_DEPTH, reliability=ReliabilityPolicy.RELIABLE))
         self._name = action_name
         self._stop = stop or threading.Event()
         #: Whether a goal went out (a signal after that cancels it).
@@ -139,6 +144,9 @@ class SayClient(Node):
                 self.last_rtf = float(values['last_rtf'])
 
     def _on_feedback(self, feedback_msg) -> None:
+        """One chunk of some goal of the action (``TTS.Impl.FeedbackMessage``): keep ours."""
+        if bytes(feedback_msg.goal_id.uuid) != self._goal_id:
+            return  # another client's goal, or one before ours
         audio = feedback_msg.feedback.audio.audio
         with self._lock:
             if self.first_audio_at is None:
@@ -202,9 +210,9 @@ class SayClient(Node):
             timeout: float) -> tuple:
         """Send the goal and wait; return ``(status, result_text, sent_at, done_at)``.
 
-        Returns once the goal has ended and the feedback already delivered is taken
-        (:data:`FEEDBACK_SETTLE_S` after its end), with every chunk in
-        :attr:`chunks`; ``done_at`` is when its end was seen. A signal cancels the goal
+        Returns once the result is in and the goal's chunks still queued are taken
+        (:data:`FEEDBACK_SETTLE_S` with none after the result), every chunk in
+        :attr:`chunks`; ``done_at`` is when the result came. A signal cancels the goal
         (the node stops speaking) before :class:`Interrupted` is raised.
 
         Raises:
@@ -217,7 +225,9 @@ class SayClient(Node):
         self._baseline = self.spoken  # utterances the node had spoken, if it has said yet
         goal = TTS.Goal(text=text, language=language, rate=rate, volume=volume)
         sent_at = time.monotonic()
-        future = self._client.send_goal_async(goal, feedback_callback=self._on_feedback)
+        goal_id = uuid.uuid4().bytes
+        self._goal_id = goal_id
+        future = self._client.send_goal_async(goal, goal_uuid=UUID(uuid=list(goal_id)))
         self.goal_sent = True
         if not self._spin_until(future.done, timeout):
             if self._stop.is_set():
@@ -228,22 +238,13 @@ class SayClient(Node):
             raise RuntimeError('goal rejected by the node')
         if self.timeline is not None:
             self.timeline.set_key(bytes(handle.goal_id.uuid).hex())
-        # The result is asked for only once the goal has ended (its status) and the
-        # feedback already delivered has been taken: rclpy's action client drops a goal's
-        # feedback still queued when the result arrives, so a client behind the stream (a
-        # slow disk, a loaded machine) lost the WAV's last chunks.
-        deadline = time.monotonic() + timeout
-        if not self._spin_until(lambda: handle.status in _TERMINAL, timeout):
-            if self._stop.is_set():
-                self._cancel_after_stop(future)
-            raise TimeoutError(f'the goal did not end within {timeout:.0f} s')
-        done_at = time.monotonic()
-        self._take_delivered_feedback(deadline)
         result_future = handle.get_result_async()
-        if not self._spin_until(result_future.done, max(0.0, deadline - time.monotonic())):
+        if not self._spin_until(result_future.done, timeout):
             if self._stop.is_set():
                 self._cancel_after_stop(future)
             raise TimeoutError(f'no result within {timeout:.0f} s')
+        done_at = time.monotonic()
+        self._take_queued_feedback()
         result = result_future.result()
         if result is None:
             raise RuntimeError('the goal ended without a result')
@@ -256,19 +257,17 @@ class SayClient(Node):
                   file=sys.stderr)
         return result.status, result.result.text, sent_at, done_at
 
-    def _take_delivered_feedback(self, deadline: float) -> None:
-        """Spin until :data:`FEEDBACK_SETTLE_S` passes with no feedback, or ``deadline``.
+    def _take_queued_feedback(self) -> None:
+        """After the result: spin until :data:`FEEDBACK_SETTLE_S` passes with no chunk.
 
-        Called after the goal's terminal status: the server published every chunk before
-        that status, so what is still to come is already in this client's queue, and the
-        executor takes it at once (the chunks and the status travel on different
-        topics, but from one process over one transport, in the order sent).
+        A heuristic bound, not an ordering guarantee: the chunks were published before the
+        result, so those not yet taken are normally in this client's queue already and
+        the executor takes them at once. Ends early on a signal.
         """
-        while time.monotonic() < deadline and not self._stop.is_set():
+        while not self._stop.is_set():
             with self._lock:
                 had = len(self.chunks)
-            self._spin_until(lambda had=had: len(self.chunks) > had,
-                             min(FEEDBACK_SETTLE_S, max(0.0, deadline - time.monotonic())))
+            self._spin_until(lambda had=had: len(self.chunks) > had, FEEDBACK_SETTLE_S)
             with self._lock:
                 if len(self.chunks) == had:
                     return

@@ -192,8 +192,8 @@ def test_ctrl_c_while_say_starts_is_never_lost(ros_test_domain):
 def test_a_say_client_behind_the_stream_still_gets_every_chunk(ojt_node, ros_client):
     """The goal ends while the client still has chunks queued: the WAV loses none.
 
-    rclpy's action client drops a goal's feedback taken after its result; ``say`` asks
-    for the result only once the goal's end is seen and the queued chunks are taken.
+    rclpy's action client drops a goal's feedback taken after its result; ``say`` reads
+    the action's feedback topic itself and takes the chunks still queued after the result.
     """
     import threading
 
@@ -216,20 +216,19 @@ def test_a_say_client_behind_the_stream_still_gets_every_chunk(ojt_node, ros_cli
     status_sub = ros_client.node.create_subscription(
         GoalStatusArray, ojt_node.topic('say/_action/status'), on_status,
         QoSProfile(depth=1, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL))
-    client = SayClient(ojt_node.topic('say'))
-    taken = client._on_feedback
 
-    def held_until_the_goal_ended(msg) -> None:
-        # The scenario, not a wait: the say client's thread is held (a slow disk, a loaded
-        # machine) from its first chunk until the node has ended the goal, so the rest of
-        # the chunks, the status and the result all wait in its queues.
-        if not client.chunks:
-            goal = bytes(msg.goal_id.uuid)
-            with lock:
-                assert lock.wait_for(lambda: goal in ended, 60), 'the goal never ended'
-        taken(msg)
+    class HeldClient(SayClient):
+        def _on_feedback(self, feedback_msg) -> None:
+            # The scenario, not a wait: the say client's thread is held (a slow disk, a
+            # loaded machine) from its first chunk of the goal until the node has ended
+            # the goal, so the rest of its chunks and the result wait in its queues.
+            goal = bytes(feedback_msg.goal_id.uuid)
+            if not self.chunks and goal == self._goal_id:
+                with lock:
+                    assert lock.wait_for(lambda: goal in ended, 60), 'the goal never ended'
+            super()._on_feedback(feedback_msg)
 
-    client._on_feedback = held_until_the_goal_ended
+    client = HeldClient(ojt_node.topic('say'))
     try:
         client.wait_for_server(30)
         status, text, _, _ = client.say('こんにちは、聞こえますか。', 'ja', 1.0, 1.0, 60)
