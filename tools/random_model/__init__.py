@@ -90,14 +90,23 @@ def build_model(
     *,
     pytorch: bool = False,
     seed: int = 0,
+    onnx: bool = True,
 ) -> Path:
     """Write a random-weight hayakoe model tree under ``root`` and return ``root``.
 
     The tree holds the shared tokenizer and INT8 ONNX BERT plus one ONNX
     speaker called ``speaker``; with ``pytorch=True`` also the fp32 PyTorch
-    BERT and the speaker's safetensors (hayakoe's CUDA backend layout).  The
-    same ``recipe``/``speaker``/``seed`` give the same weights.
+    BERT and the speaker's safetensors (hayakoe's CUDA backend layout).
+    ``onnx=False`` (with ``pytorch=True``) leaves out the ONNX files, whose
+    export and quantisation are most of a full-size build; what the CUDA path
+    loads stays the same.  The same ``recipe``/``speaker``/``seed`` give the
+    same weights.
+
+    Raises:
+        ValueError: ``onnx`` and ``pytorch`` both false (nothing to write).
     """
+    if not (onnx or pytorch):
+        raise ValueError('build_model needs onnx=True or pytorch=True')
     spec = recipe_spec(recipe)
     root = Path(root)
     t0 = time.perf_counter()
@@ -109,7 +118,8 @@ def build_model(
     with _quiet_build(), torch.random.fork_rng(devices=[]):
         tokenizer = write_tokenizer(root / 'bert' / 'tokenizer')
         bert = make_bert(spec['bert'], len(tokenizer), seed)
-        write_onnx_bert(bert, tokenizer, spec['bert'], root / 'onnx' / 'bert' / 'q8')
+        if onnx:
+            write_onnx_bert(bert, tokenizer, spec['bert'], root / 'onnx' / 'bert' / 'q8')
         if pytorch:
             bert.save_pretrained(str(root / 'pytorch' / 'bert' / 'fp32'))
 
@@ -122,9 +132,10 @@ def build_model(
                 hps, tokenizer, bert, style_vectors[0], DURATION_CALIBRATION_TEXTS)
         net_g = make_synthesizer(hps, spec, seed, calib, duration_calib)
 
-        onnx_dir = root / 'onnx' / 'speakers' / speaker
-        write_speaker_common(onnx_dir, hps, style_vectors)
-        write_onnx_speaker(net_g, hps, calib, onnx_dir)
+        if onnx:
+            onnx_dir = root / 'onnx' / 'speakers' / speaker
+            write_speaker_common(onnx_dir, hps, style_vectors)
+            write_onnx_speaker(net_g, hps, calib, onnx_dir)
         if pytorch:
             pt_dir = root / 'pytorch' / 'speakers' / speaker
             write_speaker_common(pt_dir, hps, style_vectors)
@@ -138,6 +149,7 @@ def build_model(
         'recipe_spec': spec,
         'speaker': speaker,
         'pytorch': pytorch,
+        'onnx': onnx,
         'seed': seed,
         'versions': _package_versions(),
         'build_seconds': round(time.perf_counter() - t0, 2),
@@ -282,6 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--speaker', default='tiny-jp')
     parser.add_argument('--pytorch', action='store_true',
                         help='also write the PyTorch (CUDA backend) artifacts')
+    parser.add_argument('--no-onnx', action='store_true',
+                        help='with --pytorch: leave out the ONNX files (the CUDA path only)')
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--cache', action='store_true',
                         help='treat --out as a cache dir and reuse an existing build')
@@ -292,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         root = cached_model(args.out, args.recipe, args.speaker, args.pytorch, seed=args.seed)
     else:
         root = build_model(args.out, args.recipe, args.speaker, pytorch=args.pytorch,
-                           seed=args.seed)
+                           seed=args.seed, onnx=not args.no_onnx)
     print(root)
     print(f'done in {time.perf_counter() - t0:.1f}s', file=sys.stderr)
     return 0
