@@ -33,6 +33,7 @@ PARAMETER_ARGUMENTS = {
                              "'none'."),
     'device': (str, "hayakoe device: 'cpu' (ONNX Runtime) or 'cuda' (PyTorch)."),
     'compile': (bool, 'CUDA only: torch.compile the BERT (true/false).'),
+    'cudnn': (bool, 'CUDA only: run the convolutions through cuDNN (true/false).'),
     'speaker': (str, 'hayakoe speaker name, e.g. jvnv-F1-jp.'),
     'speaker_source': (str, 'Speaker files URI: hf://user/repo, file:///path or s3://...'),
     'bert_source': (str, 'BERT/tokenizer URI: hf://user/repo, file:///path or s3://...'),

@@ -83,3 +83,26 @@ def test_pytorch_backend_times_its_phonemes(pytorch_speaker, det_voice):
     assert all(a.end == b.start for a, b in zip(phones, phones[1:]))
     assert [p.symbol for p in phones if p.symbol not in ('sil', 'pau')] == \
         ['k', 'o', 'N', 'n', 'i', 'ch', 'i', 'w', 'a', 's', 'e', 'k', 'a', 'i']
+
+
+@pytest.mark.parametrize('cudnn', [False, True])
+def test_cuda_load_sets_cudnn_for_the_process(tiny_model_root, monkeypatch, caplog, cudnn):
+    """``cudnn`` reaches torch's flag before the model loads (a GPU mocked as present).
+
+    Without a real GPU the load itself then fails (a clear load error); the flag is set
+    first, as on a machine with one.
+    """
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: True)
+    monkeypatch.setattr(torch.cuda, 'device_count', lambda: 1)
+    before = torch.backends.cudnn.enabled
+    torch.backends.cudnn.enabled = not cudnn
+    try:
+        with caplog.at_level('INFO', logger='hayakoe_ros.engines.hayakoe_load'), \
+                pytest.raises(EngineLoadError):
+            create_engine('hayakoe', speaker='tiny-jp', device='cuda', cudnn=cudnn,
+                          speaker_source=f'file://{tiny_model_root}',
+                          bert_source=f'file://{tiny_model_root}')
+        assert torch.backends.cudnn.enabled is cudnn
+        assert f"cuDNN {'enabled' if cudnn else 'disabled'} for this process" in caplog.text
+    finally:
+        torch.backends.cudnn.enabled = before

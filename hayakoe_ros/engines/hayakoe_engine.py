@@ -45,8 +45,14 @@ class HayakoeEngine(Engine):
         cache_dir: Download cache; empty = ``$HAYAKOE_CACHE`` or ``./hayakoe_cache``.
         num_threads: ONNX Runtime intra-op threads for every session (CPU), or torch CPU
             threads (CUDA); 0 = the runtime default.
-        compile: CUDA only: ``torch.compile`` the BERT (about 80 s more warm-up for about
-            20 % faster sentences, per hayakoe's documentation).
+        compile: CUDA only: ``torch.compile`` the BERT. hayakoe's documentation says
+            about 80 s more warm-up for about 20 % faster sentences; on an H200 here it
+            was no faster (``generate()`` 135 against 128 ms) and loaded in 184 s against
+            14 s (BENCHMARKS.md, "The CUDA path").
+        cudnn: CUDA only: run the convolutions through cuDNN (process-wide). Off by
+            default: cuDNN plans each new input length again, which made the first audio
+            of new sentences come after 295 ms instead of 121 ms on an H200
+            (:func:`.hayakoe_load.use_cudnn`).
         allocator: CPU only: glibc ``mallopt`` settings applied (process-wide) before
             loading; :data:`memory.NODE_ALLOCATOR` by default, ``AllocatorSettings()``
             keeps glibc's defaults. A no-op on other C libraries.
@@ -80,7 +86,7 @@ class HayakoeEngine(Engine):
 
     def __init__(self, speaker: str = 'jvnv-F1-jp', device: str = 'cpu', *,
                  speaker_source: str = '', bert_source: str = '', cache_dir: str = '',
-                 num_threads: int = 0, compile: bool = False,
+                 num_threads: int = 0, compile: bool = False, cudnn: bool = False,
                  allocator: memory.AllocatorSettings = memory.NODE_ALLOCATOR,
                  trim: bool = True, optimized_models: bool = True,
                  allow_spinning: bool = False,
@@ -96,7 +102,7 @@ class HayakoeEngine(Engine):
         self._trim = bool(trim) and device == 'cpu'
         tts, self._speaker, self._staged = hayakoe_load.load(
             speaker, device, speaker_source=speaker_source, bert_source=bert_source,
-            cache_dir=cache_dir, num_threads=self._num_threads, compile=compile,
+            cache_dir=cache_dir, num_threads=self._num_threads, compile=compile, cudnn=cudnn,
             allocator=allocator, trim=self._trim, optimized_models=optimized_models,
             allow_spinning=allow_spinning, first_window_s=first_window_s,
             release=self._release)

@@ -71,6 +71,29 @@ def check_cuda(device: str) -> None:
                               f'{torch.cuda.device_count()} CUDA device(s)')
 
 
+def use_cudnn(enabled: bool) -> None:
+    """Let PyTorch run convolutions through cuDNN, or not, for the whole process.
+
+    hayakoe's synthesizer is convolutions over a sequence whose length changes with every
+    sentence. With cuDNN, PyTorch builds an execution plan per input shape, cached per
+    thread, so each new length pays for its plans again: on an H200 (torch 2.11, cuDNN 9)
+    the synthesis of a segment not heard before took 150-190 ms against 50-55 ms for a
+    repeated one. PyTorch's own CUDA convolutions have no such cost (70-77 ms for new and
+    repeated segments alike), though they are slower per call (the decoder of a 1.1 s
+    segment: 38 ms against 9 ms with cuDNN's plan at hand). A dialogue sends new sentences:
+    the node's median time to first audio on 8 new sentences was 121 ms with cuDNN off
+    and 295 ms with it on (``bench/cuda.py``; BENCHMARKS.md, "The CUDA path"). The flag
+    (``torch.backends.cudnn.enabled``) is process-wide: it also applies to other PyTorch
+    code in the process.
+    """
+    import torch
+
+    if torch.backends.cudnn.enabled != bool(enabled):
+        torch.backends.cudnn.enabled = bool(enabled)
+        _LOG.info('cuDNN %s for this process (PyTorch convolutions)',
+                  'enabled' if enabled else 'disabled')
+
+
 def source_uri(uri: str) -> str:
     """Normalise a source URI: empty -> hayakoe's default repo; ``file://`` kept as is."""
     uri = (uri or '').strip()
@@ -78,7 +101,7 @@ def source_uri(uri: str) -> str:
 
 
 def load(speaker: str, device: str, *, speaker_source: str, bert_source: str,
-         cache_dir: str, num_threads: int, compile: bool,
+         cache_dir: str, num_threads: int, compile: bool, cudnn: bool,
          allocator: memory.AllocatorSettings, trim: bool, optimized_models: bool,
          allow_spinning: bool, first_window_s: float,
          release: Callable[[], None]) -> tuple:
@@ -109,6 +132,7 @@ def load(speaker: str, device: str, *, speaker_source: str, bert_source: str,
         raise EngineLoadError(f"device '{device}' is not supported; use 'cpu' or 'cuda'")
     if device.startswith('cuda'):
         check_cuda(device)
+        use_cudnn(cudnn)
     elif not allocator.is_default:
         # Before anything big is allocated: glibc has no env var we could still set.
         applied = memory.configure_allocator(allocator)

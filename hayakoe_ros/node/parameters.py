@@ -74,8 +74,11 @@ _SPECS = (
     ParameterSpec('device', 'cpu', "hayakoe device: 'cpu' (ONNX Runtime; the process then "
                   "runs without torch) or 'cuda'/'cuda:N' (PyTorch; from 'cpu' to 'cuda' "
                   'needs a restart).', Apply.RELOAD),
-    ParameterSpec('compile', False, 'CUDA only: torch.compile the BERT (slower start, '
-                  'faster speech).', Apply.RELOAD),
+    ParameterSpec('compile', False, 'CUDA only: torch.compile the BERT (minutes more to '
+                  'start; measured no faster on an H200).', Apply.RELOAD),
+    ParameterSpec('cudnn', False, 'CUDA only, process-wide: run the convolutions through '
+                  'cuDNN (it plans every new sentence length again: first audio of new '
+                  'sentences 295 ms instead of 121 ms on an H200).', Apply.RELOAD),
     ParameterSpec('speaker', 'jvnv-F1-jp', 'hayakoe speaker (voice) name.', Apply.RELOAD),
     ParameterSpec('speaker_source', '', 'URI of the speaker files (hf://user/repo, '
                   "file:///path, s3://bucket/prefix); empty = hayakoe's Hugging Face repo.",
