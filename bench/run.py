@@ -44,7 +44,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # tools/ is a top-level package, not installed
     sys.path.insert(0, str(REPO))
 
-from bench import (fleet, frontend_speed, idle_cpu, marks_cost, memory_report,  # noqa: E402
+from bench import (cuda, fleet, frontend_speed, idle_cpu, marks_cost, memory_report,  # noqa: E402
                    openjtalk_isolation, pulse_playout, report, responsiveness, stream_ttfa)
 from bench.node_driver import BenchClient, NodeProcess  # noqa: E402
 from bench.raw_client import RawWorker  # noqa: E402
@@ -338,6 +338,10 @@ def main(argv=None) -> int:
                     extras['fleet'] = fleet.measure(
                         argparse.Namespace(robots=4, reps=2, threads=args.threads), root,
                         speaker, log_dir, log)
+                log('the CUDA path (bench/cuda.py; skipped where PyTorch sees no GPU)')
+                extras['cuda'] = cuda.measure(log_dir)
+                if 'skipped' in extras['cuda']:
+                    log(extras['cuda']['skipped'])
             except Exception:
                 for f in sorted(log_dir.iterdir()):  # the processes' logs explain it
                     print(f'--- {f.name}\n{f.read_text(errors="replace")[-4000:]}',

@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench import (fleet, frontend_speed, idle_cpu, marks_cost, memory_report, openjtalk_isolation,
-                   pulse_playout, report, responsiveness, stream_ttfa)
+from bench import (cuda, fleet, frontend_speed, idle_cpu, marks_cost, memory_report,
+                   openjtalk_isolation, pulse_playout, report, responsiveness, stream_ttfa)
 
 MARK_BEGIN = '<!-- bench:begin (written by bench/run.py; edit outside the markers) -->'
 MARK_END = '<!-- bench:end -->'
@@ -310,6 +310,10 @@ def markdown(a: dict, results: dict) -> str:
         parts += ['### An idle node (bench/idle_cpu.py)', '', idle_cpu.markdown(idle), '']
     if 'fleet' in a:
         parts += fleet.markdown(a['fleet'])
+    gpu = results['raw'].get('extras', {}).get('cuda')
+    if gpu:
+        parts += ['### The CUDA path (bench/cuda.py)', '',
+                  gpu.get('skipped') or cuda.report(gpu), '']
     fe = results['raw'].get('extras', {}).get('frontend')
     if fe:
         parts += ['### Text front end (bench/frontend_speed.py)', '',
