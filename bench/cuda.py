@@ -59,15 +59,10 @@ def model_root(override: str | None = None) -> Path:
     """The full-size PyTorch-only model tree (``override`` if given), built on first use."""
     if override:
         return Path(override)
-    from tools.random_model import build_model, cache_key
+    from tools.random_model import cached_model
 
     cache = Path(os.environ.get('HAYAKOE_ROS_CACHE', REPO / '.cache')) / 'models'
-    root = cache / f"full-pytorch-{cache_key('full', SPEAKER, True)}"
-    if not (root / 'random_model.json').is_file():
-        tmp = root.with_name(root.name + f'.tmp{os.getpid()}')
-        build_model(tmp, 'full', SPEAKER, pytorch=True, onnx=False)
-        tmp.rename(root)
-    return root
+    return Path(cached_model(cache, 'full', SPEAKER, True, onnx=False))
 
 
 def _median_ms(values) -> float:
@@ -256,10 +251,12 @@ def measure(log_dir: Path, reps: int = 9) -> dict:
 
     Raises:
         RuntimeError: the script failed (the end of its output in the message).
+        subprocess.TimeoutExpired: it ran for over an hour.
     """
     import subprocess
 
     out = log_dir / 'cuda.json'
+    out.unlink(missing_ok=True)  # an earlier run's results are not this one's
     proc = subprocess.run([sys.executable, str(Path(__file__)), '--reps', str(reps),
                            '--json', str(out)], cwd=REPO, capture_output=True, text=True,
                           timeout=3600, check=False)
@@ -279,6 +276,8 @@ def main(argv=None) -> int:
     parser.add_argument('--compile', action='store_true')
     parser.add_argument('--json', default=None)
     args = parser.parse_args(argv)
+    if args.reps < 1:
+        parser.error(f'--reps must be at least 1, not {args.reps}')
     import torch
 
     if not torch.cuda.is_available():

@@ -199,3 +199,21 @@ def test_pytorch_artifacts_load_with_hayakoe(tiny_model_root, hayakoe_clean_glob
     assert len(audio) == round(frames) * HOP
     assert 0.05 < float(np.abs(audio).max()) <= 1.0
     assert 3.0 <= frames / len(timings) <= 8.0
+
+
+@pytest.mark.long  # builds the tiny model's PyTorch tree twice over (about a minute here)
+def test_pytorch_only_tree_holds_the_same_weights_without_onnx(tiny_model_root):
+    """``onnx=False`` (what bench/cuda.py loads): no ONNX file, the same PyTorch weights."""
+    from safetensors.numpy import load_file
+
+    both = random_model.cached_model(tiny_model_root.parent, 'tiny', SPEAKER, pytorch=True)
+    only = random_model.cached_model(tiny_model_root.parent, 'tiny', SPEAKER, pytorch=True,
+                                     onnx=False)
+    assert only != both and only.name.startswith('tiny-')
+    assert not (only / 'onnx').exists() and (both / 'onnx').is_dir()
+    name = f'{SPEAKER}.safetensors'
+    a = load_file(both / 'pytorch' / 'speakers' / SPEAKER / name)
+    b = load_file(only / 'pytorch' / 'speakers' / SPEAKER / name)
+    assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+    with pytest.raises(ValueError, match='onnx=True or pytorch=True'):
+        random_model.build_model(tiny_model_root.parent / 'never', 'tiny', SPEAKER, onnx=False)

@@ -168,8 +168,12 @@ def cached_model(
     pytorch: bool = False,
     *,
     seed: int = 0,
+    onnx: bool = True,
 ) -> Path:
     """Return a built model tree under ``cache_dir``, building it only once.
+
+    ``pytorch`` and ``onnx`` as for :func:`build_model` (a tree without ONNX files has a
+    key of its own).
 
     The tree lives in ``cache_dir/<recipe>-<key>/`` where ``key`` hashes the
     recipe dict, this builder's source, the relevant package versions and the
@@ -178,14 +182,14 @@ def cached_model(
     complete; concurrent builders race harmlessly (the loser discards its copy).
     """
     cache_dir = Path(cache_dir)
-    final = cache_dir / f'{recipe}-{cache_key(recipe, speaker, pytorch, seed)}'
+    final = cache_dir / f'{recipe}-{cache_key(recipe, speaker, pytorch, seed, onnx)}'
     if final.is_dir():
         return final
     cache_dir.mkdir(parents=True, exist_ok=True)
     _clean_stale_temps(cache_dir)
     tmp = Path(tempfile.mkdtemp(prefix=f'.{final.name}.tmp-', dir=cache_dir))
     try:
-        build_model(tmp, recipe, speaker, pytorch=pytorch, seed=seed)
+        build_model(tmp, recipe, speaker, pytorch=pytorch, seed=seed, onnx=onnx)
         os.chmod(tmp, 0o755)  # mkdtemp makes it private; the tree is plain data
         try:
             os.rename(tmp, final)
@@ -199,7 +203,8 @@ def cached_model(
     return final
 
 
-def cache_key(recipe: str, speaker: str, pytorch: bool, seed: int = 0) -> str:
+def cache_key(recipe: str, speaker: str, pytorch: bool, seed: int = 0,
+              onnx: bool = True) -> str:
     """Return the cache key of a build: a hash of everything that shapes it."""
     payload = {
         'format_version': FORMAT_VERSION,
@@ -211,6 +216,8 @@ def cache_key(recipe: str, speaker: str, pytorch: bool, seed: int = 0) -> str:
         'versions': _package_versions(),
         'source': _source_digest(),
     }
+    if not onnx:  # only then: the keys of trees with ONNX files stay as they were
+        payload['onnx'] = False
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False).encode('utf-8')
     return hashlib.sha256(blob).hexdigest()[:16]
 
@@ -300,10 +307,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--cache', action='store_true',
                         help='treat --out as a cache dir and reuse an existing build')
     args = parser.parse_args(argv)
+    if args.no_onnx and not args.pytorch:
+        parser.error('--no-onnx needs --pytorch (the tree would hold no model)')
     logging.basicConfig(level=logging.INFO, format='%(message)s')
     t0 = time.perf_counter()
     if args.cache:
-        root = cached_model(args.out, args.recipe, args.speaker, args.pytorch, seed=args.seed)
+        root = cached_model(args.out, args.recipe, args.speaker, args.pytorch, seed=args.seed,
+                            onnx=not args.no_onnx)
     else:
         root = build_model(args.out, args.recipe, args.speaker, pytorch=args.pytorch,
                            seed=args.seed, onnx=not args.no_onnx)
