@@ -49,10 +49,10 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.raw_worker import VOICE  # noqa: E402
+from bench.raw_worker import SPEAKER as SPEAKERS, VOICE  # noqa: E402
 from tools.texts import load_texts  # noqa: E402
 
-SPEAKER = 'full-jp'
+SPEAKER = SPEAKERS['full']
 
 
 def model_root(override: str | None = None) -> Path:
@@ -271,7 +271,7 @@ def main(argv=None) -> int:
     """Measure; print Markdown; write JSON with ``--json``."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--model-root', default=None)
-    parser.add_argument('--device', default='cuda')
+    parser.add_argument('--device', default='cuda', help="'cuda' or 'cuda:N'")
     parser.add_argument('--reps', type=int, default=9)
     parser.add_argument('--compile', action='store_true')
     parser.add_argument('--json', default=None)
