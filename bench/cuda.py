@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 import statistics
 import sys
@@ -49,20 +48,10 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.raw_worker import SPEAKER as SPEAKERS, VOICE  # noqa: E402
+from bench.raw_worker import SPEAKER as SPEAKERS, VOICE, model_root  # noqa: E402
 from tools.texts import load_texts  # noqa: E402
 
 SPEAKER = SPEAKERS['full']
-
-
-def model_root(override: str | None = None) -> Path:
-    """The full-size PyTorch-only model tree (``override`` if given), built on first use."""
-    if override:
-        return Path(override)
-    from tools.random_model import cached_model
-
-    cache = Path(os.environ.get('HAYAKOE_ROS_CACHE', REPO / '.cache')) / 'models'
-    return Path(cached_model(cache, 'full', SPEAKER, True, onnx=False))
 
 
 def _median_ms(values) -> float:
@@ -287,7 +276,7 @@ def main(argv=None) -> int:
 
     from hayakoe_ros.text.pipeline import prepare
 
-    root = model_root(args.model_root)
+    root = model_root('full', args.model_root, pytorch=True, onnx=False)
     first = load_texts()['benchmark'][0]
     sentences = new_sentences()
     n = args.reps + 1

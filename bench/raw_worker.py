@@ -38,11 +38,12 @@ VOICE: dict[str, Any] = {'noise': 0.0, 'noise_w': 0.0, 'sdp_ratio': 0.0}
 SPEAKER = {'full': 'full-jp', 'tiny': 'tiny-jp'}
 
 
-def model_root(recipe: str, override=None):
+def model_root(recipe: str, override=None, **build):
     """Directory of the recipe's random-weight model (``override`` if given), as a Path.
 
     Built on first use under ``$HAYAKOE_ROS_CACHE/models`` (default ``.cache/models`` of
-    the repository): minutes for the full recipe.
+    the repository): minutes for the full recipe. ``build``: ``pytorch``/``onnx`` of
+    :func:`tools.random_model.cached_model` (e.g. the CUDA path's PyTorch tree alone).
     """
     from pathlib import Path
 
@@ -52,7 +53,7 @@ def model_root(recipe: str, override=None):
 
     repo = Path(__file__).resolve().parents[1]
     cache = Path(os.environ.get('HAYAKOE_ROS_CACHE', repo / '.cache')) / 'models'
-    return Path(cached_model(cache, recipe, SPEAKER[recipe]))
+    return Path(cached_model(cache, recipe, SPEAKER[recipe], **build))
 
 
 def warm_engine(root, speaker: str, threads: int, **options) -> tuple:
