@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: AGPL-3.0-or-later
 """First audio with the decoder in windows: exactness, TTFA, first sound, CPU (no ROS).
 
-``python bench/windowed.py [--recipe full] [--threads 2] [--reps 3]
+``python bench/windowed.py [--recipe full] [--threads 2] [--reps 3] [--ttfa-samples 3]
 [--windows 0.05 0.1 0.2 0.4] [--json FILE]``
 
 * Exactness: every sentence of the benchmark list and the 3-sentence text, decoded in
@@ -12,7 +12,9 @@
 * TTFA: the node's speech pipeline in this process (pacing on, gapless off, the default
   ``first_segment_morae``), submit to first chunk, for each first window (0 = whole
   segments), against raw hayakoe ``generate()`` of the first sentence alone in a
-  ``bench/raw_worker.py`` process; paired ratios (median of per-repetition ratios).
+  ``bench/raw_worker.py`` process; ``--ttfa-samples`` runs of each setting per
+  repetition, round robin, their median paired with that repetition's raw run (the
+  ratio: median of the per-repetition ratios).
 * First sound: first chunk's stamp to its first sample above -40 dBFS, on the full-size
   model and on Open JTalk, with the pipeline (trimmed) and the engine's raw output.
 * CPU per audio second: the pipeline (pacing off) on the 1- and 3-sentence texts, this
@@ -181,10 +183,15 @@ def main(argv=None) -> int:
     parser.add_argument('--threads', type=int, default=2)
     parser.add_argument('--reps', type=int, default=3)
     parser.add_argument('--windows', type=float, nargs='+', default=[0.05, 0.1, 0.2, 0.4])
+    parser.add_argument('--ttfa-samples', type=int, default=3,
+                        help='TTFA runs of each setting per repetition (their median is '
+                             "paired with that repetition's raw generate())")
     parser.add_argument('--json', default=None)
     parser.add_argument('--model-root', default=None)
     parser.add_argument('--skip-exactness', action='store_true')
     args = parser.parse_args(argv)
+    if args.reps < 1 or args.ttfa_samples < 1:
+        parser.error('--reps and --ttfa-samples must be at least 1')
     from hayakoe_ros.engines.openjtalk_engine import OpenJTalkEngine
 
     speaker = SPEAKER[args.recipe]
@@ -197,6 +204,7 @@ def main(argv=None) -> int:
     engine, voice = warm_engine(root, speaker, args.threads)
     default_window = engine.first_window_s
     out: dict = {'recipe': args.recipe, 'threads': args.threads, 'reps': args.reps,
+                 'ttfa_samples': args.ttfa_samples,
                  'default_first_window_s': default_window, 'windowed': engine.windowed,
                  'load_avg_start': os.getloadavg()}
     try:
@@ -219,12 +227,18 @@ def main(argv=None) -> int:
         for rep in range(args.reps):
             gen = raw.generate(one)
             raw_s.append(gen['compute_s'])
+            # Several samples of each setting, round robin (the machine's drift reaches
+            # every setting alike); the ratio pairs their median with this raw run.
+            samples: dict = {k: [] for k in keys}
+            for _ in range(args.ttfa_samples):
+                for key in keys:
+                    morae, seconds = key.split('/')
+                    engine.set_first_window(float(seconds))
+                    r = _speak(engine, voice, one, True, True, morae=int(morae))
+                    samples[key].append(r['ttfa_s'])
             for key in keys:
-                morae, seconds = key.split('/')
-                engine.set_first_window(float(seconds))
-                r = _speak(engine, voice, one, True, True, morae=int(morae))
-                ttfa[key].append(r['ttfa_s'])
-                ratio[key].append(r['ttfa_s'] / gen['compute_s'])
+                ttfa[key].extend(samples[key])
+                ratio[key].append(statistics.median(samples[key]) / gen['compute_s'])
             for n, text in (('1', one), ('3', three)):
                 g = gen if n == '1' else raw.generate(text)
                 cpu['raw' + n].append(g['cpu_s'] / g['audio_s'])
@@ -276,7 +290,9 @@ def main(argv=None) -> int:
 
 def report(out: dict) -> str:
     """Markdown tables of one run."""
-    lines = [f"threads {out['threads']}, {out['reps']} repetitions, default first window "
+    samples = out.get('ttfa_samples', 1)  # results.json of runs before the option: 1
+    lines = [f"threads {out['threads']}, {out['reps']} repetitions ({samples} TTFA run(s) of "
+             f"each setting in each), default first window "
              f"{out['default_first_window_s']:.3f} s, load {out['load_avg_start'][0]:.1f}-"
              f"{out['load_avg_end'][0]:.1f}", '']
     if 'exactness' in out:
