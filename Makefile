@@ -12,8 +12,9 @@ PYTEST_ARGS ?=
 # Test processes side by side (pytest-xdist): most tests wait on nodes, sockets and
 # audio, so 2 on a 2-core machine about halves the time. Each test file runs whole in one
 # process (its module fixtures, e.g. a started node, are made once). 0: one process.
+# The tests marked alone (real-time margins) run afterwards, in one process.
 PYTEST_WORKERS ?= 2
-XDIST := -n $(PYTEST_WORKERS) --dist loadfile
+XDIST := -n $(PYTEST_WORKERS) --dist loadfile --alone=exclude
 
 .PHONY: setup demo test test-long lint bench test-aarch64 clean
 
@@ -27,9 +28,11 @@ demo: setup
 # (PYTEST_ARGS='-m unit') still selects on top of it.
 test: setup
 	$(PY) -m pytest test --long=exclude $(XDIST) $(PYTEST_ARGS)
+	$(PY) -m pytest test --long=exclude --alone=only $(PYTEST_ARGS)
 
 test-long: setup
 	$(PY) -m pytest test --long=only $(XDIST) $(PYTEST_ARGS)
+	$(PY) -m pytest test --long=only --alone=only $(PYTEST_ARGS)
 
 lint: setup
 	$(PY) -m pytest test/test_lint.py $(PYTEST_ARGS)

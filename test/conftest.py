@@ -34,16 +34,27 @@ MARKERS = {
 #: 2-core machine and is not the only test of what it shows: ``make test`` leaves the long
 #: ones out (``--long=exclude``), so that it stays a few minutes, and ``make test-long``
 #: runs only them (``--long=only``); CI runs both. Plain ``pytest`` runs everything.
+#: ``alone`` marks a test whose real-time margin (audio played without underruns, a chunk
+#: within 50 ms of its time, a thread woken at once) assumes no other test process
+#: computes beside it: ``make test`` and ``make test-long`` run the others in parallel
+#: processes (``--alone=exclude``), then these in one process (``--alone=only``).
 EXTRA_MARKERS = {
     'long': 'slow; left out by make test, run by make test-long (CI runs both)',
+    'alone': 'real-time margins; make runs it after the parallel part, in one process',
 }
+
+#: The options that deselect by marker: option -> marker.
+_SELECTING = {'--long': 'long', '--alone': 'alone'}
 
 
 def pytest_addoption(parser):
-    """``--long=include|exclude|only``: what to do with the tests marked ``long``."""
+    """``--long`` and ``--alone`` (``include|exclude|only``): the tests marked so."""
     parser.addoption('--long', choices=('include', 'exclude', 'only'), default='include',
                      help='tests marked long: run them too (default), leave them out, or '
                           'run only them')
+    parser.addoption('--alone', choices=('include', 'exclude', 'only'), default='include',
+                     help='tests marked alone (real-time margins, for one test process): '
+                          'run them too (default), leave them out, or run only them')
 
 
 def pytest_configure(config):
@@ -63,19 +74,31 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     """Deselect the tests marked ``long`` (``--long=exclude``) or all others (``only``).
 
-    Deselection, not a skip: the summary counts them apart, and a selection by kind
-    (``-m unit``) still applies on top.
+    ``--alone`` likewise for the tests marked ``alone``. Deselection, not a skip: the
+    summary counts them apart, and a selection by kind (``-m unit``) still applies on top.
     """
-    mode = config.getoption('--long')
-    if mode == 'include':
-        return
-    keep, drop = [], []
-    for item in items:
-        is_long = item.get_closest_marker('long') is not None
-        (keep if is_long == (mode == 'only') else drop).append(item)
-    if drop:
-        config.hook.pytest_deselected(items=drop)
-        items[:] = keep
+    for option, marker in _SELECTING.items():
+        mode = config.getoption(option)
+        if mode == 'include':
+            continue
+        keep, drop = [], []
+        for item in items:
+            marked = item.get_closest_marker(marker) is not None
+            (keep if marked == (mode == 'only') else drop).append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """No test left by ``--alone=only`` (e.g. ``-m lint``) is a pass, not pytest's 5.
+
+    ``make test`` always runs that second part; a selection without such tests must not
+    fail it.
+    """
+    if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED \
+            and session.config.getoption('--alone') == 'only':
+        session.exitstatus = pytest.ExitCode.OK
 
 
 @pytest.fixture(scope='session', autouse=True)

@@ -100,6 +100,7 @@ def test_each_robot_speaks_at_its_own_namespace(fleet, ros_client):
 
 
 @pytest.mark.long  # about 12 s here; stop on one robot stays quick
+@pytest.mark.alone  # idle against loaded timing
 def test_a_long_announcement_does_not_hold_another_robots_reply(fleet, ros_client):
     """r2's one-word reply waits for at most a segment of r1's announcement."""
     r1 = ros_client.action_client(fleet.topic('r1/say'))

@@ -26,7 +26,8 @@ from tools.node_process import FLEET_COMMAND
 
 # Long (about 65 s here): the fleet over a shaped veth link; test_fleet.py (the fleet),
 # test_netns.py and test_discovery_profile.py (the namespaces) are in the quick set.
-pytestmark = [pytest.mark.ros, pytest.mark.long]
+# alone: each chunk within 50 ms of its time over the shaped link
+pytestmark = [pytest.mark.ros, pytest.mark.long, pytest.mark.alone]
 
 SHORT = 'こんにちは。ネットワークの向こうから話しています。'
 LONG = ('今日は細い回線の向こうから長めのお知らせをします。音声は一秒に七百キロビットほど'

@@ -71,7 +71,8 @@ def test_pairs_of_a_dead_run_are_swept():
         pytest.skip(netns.unavailable())
     netns.ip('netns', 'add', name)
     try:
-        assert name in netns.remove_stale()
+        # Another test process's pair() may sweep it first: what counts is that it goes.
+        netns.remove_stale()
         assert name not in netns.namespaces()
     finally:
         netns.remove_namespace(name)

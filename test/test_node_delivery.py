@@ -30,6 +30,7 @@ TEXTS = ('こんにちは。今日はいい天気ですね。', 'ロボットで
 
 
 @pytest.mark.long  # about 13 s here; a stalling feedback client stays quick
+@pytest.mark.alone  # a player process at playback rate
 def test_depth5_best_effort_player_at_playback_rate_loses_no_chunk(ojt_node, ros_client,
                                                                   tmp_path):
     """mgonzs13's player's QoS and consumption (test/blocking_player.py, own process)."""

@@ -24,7 +24,7 @@ from pulse_sink import (SILENCE, SINK_RATE, best_lag, loud_extent, noise_utteran
 from pulse_sink import matched_publisher as _matched_publisher
 from ros_utils import NodeProcess
 
-pytestmark = [pytest.mark.ros,
+pytestmark = [pytest.mark.ros, pytest.mark.alone,  # no underrun at 0.1 s latency
               pytest.mark.skipif(bool(missing()), reason=missing() or 'ok')]
 
 

@@ -24,7 +24,7 @@ from pulse_sink import (SINK_RATE, best_lag, noise_utterance, player_diagnostics
                         wait_until_matched)
 from pulse_sink import matched_publisher as _matched_publisher
 
-pytestmark = [pytest.mark.ros,
+pytestmark = [pytest.mark.ros, pytest.mark.alone,  # no underrun at 0.1 s latency
               pytest.mark.skipif(bool(missing()), reason=missing() or 'ok')]
 
 

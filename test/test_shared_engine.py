@@ -218,6 +218,7 @@ def test_first_audio_turns_overtake_a_waiting_turn_a_bounded_number_of_times():
                      + firsts[MAX_OVERTAKES:])
 
 
+@pytest.mark.alone  # the woken thread joined within 50 ms
 def test_a_cancel_while_waiting_ends_only_that_robots_wait_at_once():
     engine = GatedEngine()
     shared = SharedEngine(engine)
