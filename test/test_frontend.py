@@ -243,8 +243,12 @@ def test_hayakoe_reads_the_front_end_output_the_same(tiny_engine):
     """What the node passes to hayakoe reads the same after hayakoe's own normaliser."""
     import pyopenjtalk
 
+    from hayakoe_ros.engines import hayakoe_internals
     from tools import hayakoe_probe
 
+    # hayakoe's g2p needs its global tokenizer, which a test run before in this process
+    # may have unloaded (which tests share a process varies with the parallel run).
+    hayakoe_internals.ensure_tokenizer(tiny_engine._tokenizer_dir)
     for text, _ in READINGS:
         for seg in prepare(text, 2000, 60)[1]:
             normalized, phones = hayakoe_probe.front_end(seg.text)

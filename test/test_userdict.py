@@ -36,8 +36,12 @@ def test_a_good_file_changes_the_reading(dictionary):
 
 def test_the_hayakoe_voice_reads_the_dictionary_too(dictionary, tiny_engine):
     """Hayakoe's own g2p (through pyopenjtalk) gives the dictionary's phonemes."""
+    from hayakoe_ros.engines import hayakoe_internals
     from tools import hayakoe_probe
 
+    # hayakoe's g2p needs its global tokenizer, which a test run before in this process
+    # may have unloaded (which tests share a process varies with the parallel run).
+    hayakoe_internals.ensure_tokenizer(tiny_engine._tokenizer_dir)
     userdict.apply(UserDictionary.load(str(dictionary)))
     for seg in prepare('本日はhayakoeです', 2000, 60)[1]:
         _, phones = hayakoe_probe.front_end(seg.text)
