@@ -90,6 +90,22 @@ def pytest_collection_modifyitems(config, items):
             items[:] = keep
 
 
+def pytest_sessionstart(session):
+    """In a parallel run's controller, build the tiny test model before the workers start.
+
+    Otherwise on a fresh machine every worker builds the same tree at once (each about 30
+    s of torch at 2 threads) and all but one throw theirs away. Workers and one-process
+    runs build it on first use instead (:func:`tiny_model_root`).
+    """
+    config = session.config
+    if hasattr(config, 'workerinput') or not getattr(config.option, 'numprocesses', None) \
+            or os.environ.get('HAYAKOE_ROS_TINY_MODEL'):
+        return
+    from tools.random_model import cached_model
+
+    cached_model(model_cache_dir(), 'tiny', 'tiny-jp')
+
+
 def pytest_sessionfinish(session, exitstatus):
     """No test left by ``--alone=only`` (e.g. ``-m lint``) is a pass, not pytest's 5.
 
