@@ -101,9 +101,7 @@ def pytest_sessionstart(session):
     if hasattr(config, 'workerinput') or not getattr(config.option, 'numprocesses', None) \
             or os.environ.get('HAYAKOE_ROS_TINY_MODEL'):
         return
-    from tools.random_model import cached_model
-
-    cached_model(model_cache_dir(), 'tiny', 'tiny-jp')
+    _cached_tiny_model()
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -145,6 +143,13 @@ def model_cache_dir():
     return Path(os.environ.get('HAYAKOE_ROS_CACHE', REPO_ROOT / '.cache')) / 'models'
 
 
+def _cached_tiny_model() -> Path:
+    """The tiny model's tree under :func:`model_cache_dir`, built there on first use."""
+    from tools.random_model import cached_model
+
+    return cached_model(model_cache_dir(), 'tiny', 'tiny-jp')
+
+
 @pytest.fixture(scope='session')
 def tiny_model_root():
     """Root of the tiny random-weight hayakoe model tree (built once, then cached).
@@ -160,9 +165,7 @@ def tiny_model_root():
         if not (root / 'random_model.json').is_file():
             pytest.fail(f'HAYAKOE_ROS_TINY_MODEL={prebuilt} is not a built model tree')
         return root
-    from tools.random_model import cached_model
-
-    return cached_model(model_cache_dir(), 'tiny', 'tiny-jp')
+    return _cached_tiny_model()
 
 
 @pytest.fixture
