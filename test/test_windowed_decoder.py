@@ -184,6 +184,33 @@ def test_windows_in_a_row_recompute_only_each_piece_s_own_context(engines):
     assert sum(first) >= frames + cuts * min(left, right)
 
 
+def test_between_windows_a_stream_keeps_only_what_the_next_window_reads(engines):
+    """Memory between windows is the pieces' context at the cut, not the windows decoded.
+
+    Windows double, so a stream that kept each run's output would hold half a segment of
+    every signal; it keeps, per signal, at most what audio sample ``hi`` reads.
+    """
+    windowed, _ = engines
+    staged = windowed.staged
+    frames = 80
+    z, g = _random_latent(hk.model_config(windowed.speaker), frames, seed=7)
+    plan = window_plan(frames, staged.hop, 2)
+    assert len(plan) >= 4
+    stream = staged.stream(z, g)
+    pieces = []
+    for lo, hi in plan[:-1]:
+        pieces.append(stream.decode(lo, hi))
+        needed = stream.context_at(hi)
+        for key, count in stream.held.items():
+            if key == 'z':
+                continue
+            a, b = needed[key]
+            assert count <= b - a + 1, (key, count, (a, b), (lo, hi))
+    pieces.append(stream.decode(*plan[-1]))
+    whole = staged.decode(z, g, 0, frames * staged.hop)
+    assert np.abs(np.concatenate(pieces) - whole).max() <= EXACT
+
+
 def test_the_full_size_decoder_s_context_comes_from_its_config():
     full = {'upsample_rates': [8, 8, 2, 2, 2], 'upsample_kernel_sizes': [16, 16, 8, 2, 2],
             'resblock': '1', 'resblock_kernel_sizes': [3, 7, 11],

@@ -205,6 +205,19 @@ class DecoderStream:
         """Audio samples of the whole segment (``frames x hop``)."""
         return self._length['audio']
 
+    @property
+    def held(self) -> dict:
+        """Samples kept per signal (``{name: count}``, the latent ``z`` included).
+
+        Between windows this is what later windows read again: each piece's context
+        at the cut, a few frames' worth, however long the windows grow.
+        """
+        return {key: sum(x.shape[2] for _, x in chunks) for key, chunks in self._held.items()}
+
+    def context_at(self, sample: int) -> dict:
+        """Per signal, the samples (inclusive bounds) that audio sample ``sample`` reads."""
+        return self._span(sample, sample)
+
     def _span(self, lo: int, hi: int) -> dict:
         """Per signal, the samples (inclusive) that audio ``[lo, hi]`` needs."""
         span = {'audio': (lo, hi)}
@@ -293,10 +306,17 @@ class DecoderStream:
         if keep is None:
             del self._held[key]  # nothing later reads it
             return
-        # Chunks wholly before what later windows read go; a chunk that reaches into it
-        # stays whole (a view: trimming it would copy it).
-        self._held[key] = [(s, x) for s, x in chunks if s + x.shape[2] > keep[0]] \
-            or chunks[-1:]
+        # Chunks wholly before what later windows read go; of the one that reaches into
+        # it only that part stays, copied, so that the run's whole output it is a view
+        # of is freed (what stays between windows is the pieces' context, not a window).
+        kept = [(s, x) for s, x in chunks if s + x.shape[2] > keep[0]]
+        if not kept:
+            start, x = chunks[-1]
+            kept = [(start + x.shape[2], x[:, :, x.shape[2]:].copy())]  # empty: marks the end
+        elif kept[0][0] < keep[0]:
+            start, x = kept[0]
+            kept[0] = (keep[0], x[:, :, keep[0] - start:].copy())
+        self._held[key] = kept
 
 
 def prepare_pieces(source: str, model_config: dict, root: str) -> tuple:
