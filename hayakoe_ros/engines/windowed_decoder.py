@@ -279,10 +279,11 @@ class DecoderStream:
         return np.concatenate(parts, axis=2)
 
     def _compute(self, spec, n: int, a: int, b: int) -> None:
+        held = spec.output in self._held
         end = self._end(spec.output)
-        if spec.output in self._held and end > b:
+        if held and end > b:
             return  # all held already
-        new_lo = a if spec.output not in self._held else max(a, end)
+        new_lo = max(a, end) if held else a
         in_a, in_b = spec.needs(new_lo, b)
         length = self._length[spec.inputs[0]]
         in_a, in_b = max(0, in_a), min(length - 1, in_b)
@@ -294,7 +295,7 @@ class DecoderStream:
         y = self._synth.decoders[n].run(None, feed, self._options)[0]
         first = in_a * spec.up
         part = (new_lo, y[:, :, new_lo - first:b + 1 - first])
-        if spec.output not in self._held or end < new_lo:
+        if not held or end < new_lo:
             self._held[spec.output] = [part]
         else:
             self._held[spec.output].append(part)
