@@ -194,6 +194,21 @@ def tiny_engine(tiny_model_root):
     engine.close()
 
 
+@pytest.fixture
+def hayakoe_front_end(tiny_model_root):
+    """The hayakoe engine's own normaliser and g2p (``tools.hayakoe_probe.front_end``).
+
+    Its g2p reads a global tokenizer that another test in the same process may have
+    unloaded (which tests share a process varies with the parallel run), so it is
+    loaded again here, from the tiny model's, for each test.
+    """
+    from hayakoe_ros.engines import hayakoe_internals
+    from tools import hayakoe_probe
+
+    hayakoe_internals.ensure_tokenizer(str(tiny_model_root / 'bert' / 'tokenizer'))
+    return hayakoe_probe.front_end
+
+
 @pytest.fixture(scope='session')
 def det_voice():
     """Deterministic voice settings: hayakoe's noise, noise_w and sdp_ratio at 0."""

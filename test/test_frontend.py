@@ -239,19 +239,13 @@ def test_old_splitter_failures_are_gone():
     assert not any(s.text.endswith(('1,', '234,', '10:')) for s in digits_only)
 
 
-def test_hayakoe_reads_the_front_end_output_the_same(tiny_engine):
+def test_hayakoe_reads_the_front_end_output_the_same(hayakoe_front_end):
     """What the node passes to hayakoe reads the same after hayakoe's own normaliser."""
     import pyopenjtalk
 
-    from hayakoe_ros.engines import hayakoe_internals
-    from tools import hayakoe_probe
-
-    # hayakoe's g2p needs its global tokenizer, which a test run before in this process
-    # may have unloaded (which tests share a process varies with the parallel run).
-    hayakoe_internals.ensure_tokenizer(tiny_engine._tokenizer_dir)
     for text, _ in READINGS:
         for seg in prepare(text, 2000, 60)[1]:
-            normalized, phones = hayakoe_probe.front_end(seg.text)
+            normalized, phones = hayakoe_front_end(seg.text)
             # Open JTalk marks devoiced vowels in capitals (U, I); hayakoe does not.
             ours = [p if p == 'N' else p.lower() for p in pyopenjtalk.g2p(seg.text).split()
                     if p not in ('pau', 'sil')]

@@ -149,20 +149,16 @@ def test_a_long_run_of_small_wa_loses_none():
     assert reading('クヮ') == 'クヮ'  # kwa, joined to the ク before it, stays small
 
 
-def test_hayakoe_reads_every_rows_front_end_output_the_same(tiny_model_root):
+def test_hayakoe_reads_every_rows_front_end_output_the_same(hayakoe_front_end):
     """What the node hands hayakoe reads the same after hayakoe's own normaliser and g2p.
 
     So each reading of the table reaches the hayakoe voice as it reaches Open JTalk.
     """
     import pyopenjtalk
 
-    from hayakoe_ros.engines import hayakoe_internals
-    from tools import hayakoe_probe
-
-    hayakoe_internals.ensure_tokenizer(str(tiny_model_root / 'bert' / 'tokenizer'))
     for kind, text, _ in ROWS:
         for seg in prepare(text, 10 ** 6, 60)[1]:
-            normalized, phones = hayakoe_probe.front_end(seg.text)
+            normalized, phones = hayakoe_front_end(seg.text)
             # Open JTalk marks devoiced vowels in capitals (U, I); hayakoe does not.
             ours = [p if p == 'N' else p.lower() for p in pyopenjtalk.g2p(seg.text).split()
                     if p not in ('pau', 'sil')]

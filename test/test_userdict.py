@@ -34,20 +34,14 @@ def test_a_good_file_changes_the_reading(dictionary):
     assert reading('本日').startswith('ホンジツ')
 
 
-def test_the_hayakoe_voice_reads_the_dictionary_too(dictionary, tiny_engine):
+def test_the_hayakoe_voice_reads_the_dictionary_too(dictionary, hayakoe_front_end):
     """Hayakoe's own g2p (through pyopenjtalk) gives the dictionary's phonemes."""
-    from hayakoe_ros.engines import hayakoe_internals
-    from tools import hayakoe_probe
-
-    # hayakoe's g2p needs its global tokenizer, which a test run before in this process
-    # may have unloaded (which tests share a process varies with the parallel run).
-    hayakoe_internals.ensure_tokenizer(tiny_engine._tokenizer_dir)
     userdict.apply(UserDictionary.load(str(dictionary)))
     for seg in prepare('本日はhayakoeです', 2000, 60)[1]:
-        _, phones = hayakoe_probe.front_end(seg.text)
+        _, phones = hayakoe_front_end(seg.text)
         assert re.match('kyo[ou]wahayakoe', ''.join(phones)), phones
     userdict.apply(None)
-    _, phones = hayakoe_probe.front_end('本日')
+    _, phones = hayakoe_front_end('本日')
     assert ''.join(phones).startswith('hoNjitsu'), phones
 
 
