@@ -99,7 +99,7 @@ class BenchClient:
         from audio_common_msgs.msg import AudioStamped
         from rclpy.action import ActionClient
         from rclpy.client import Client
-        from rclpy.executors import MultiThreadedExecutor
+        from rclpy.executors import SingleThreadedExecutor
         from rclpy.node import Node
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
         from rcl_interfaces.srv import SetParameters
@@ -126,7 +126,13 @@ class BenchClient:
                 depth=1000, reliability=ReliabilityPolicy.RELIABLE))
         self._params: Client = self.node.create_client(SetParameters,
                                                node.topic('tts_node/set_parameters'))
-        self.executor = MultiThreadedExecutor(num_threads=2)
+        # One thread: the callbacks only record what arrives. A MultiThreadedExecutor
+        # here (2 workers and a spinning thread per client, four clients in the fleet
+        # part) delivered a chunk that the node had already published 30-390 ms late,
+        # now and then, while the node's ONNX threads held both cores (median 3-8 ms);
+        # with this executor the same runs took 0.3-5.6 ms at most. What the client
+        # measures is the node, not the client's own wait.
+        self.executor = SingleThreadedExecutor()
         self.executor.add_node(self.node)
         self._thread = threading.Thread(target=self.executor.spin, daemon=True)
         self._thread.start()
