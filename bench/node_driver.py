@@ -128,10 +128,11 @@ class BenchClient:
                                                node.topic('tts_node/set_parameters'))
         # One thread: the callbacks only record what arrives. A MultiThreadedExecutor
         # here (2 workers and a spinning thread per client, four clients in the fleet
-        # part) delivered a chunk that the node had already published 30-390 ms late,
-        # now and then, while the node's ONNX threads held both cores (median 3-8 ms);
-        # with this executor the same runs took 0.3-5.6 ms at most. What the client
-        # measures is the node, not the client's own wait.
+        # part) ran the feedback callback of a chunk the node had already published
+        # 28-124 ms late for 6-9 of 20 goals at once, and once 391 ms late (typically
+        # 3-8 ms), while the node's ONNX threads held both cores; with this executor,
+        # in the same runs, at most 5.6 ms. The client is to measure the node, not
+        # its own wait.
         self.executor = SingleThreadedExecutor()
         self.executor.add_node(self.node)
         self._thread = threading.Thread(target=self.executor.spin, daemon=True)
