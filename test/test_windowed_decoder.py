@@ -20,25 +20,14 @@ from hayakoe_ros.engines import hayakoe_internals as hk
 from hayakoe_ros.engines import decoder_receptive
 from hayakoe_ros.engines.decoder_receptive import ChainSpec
 from hayakoe_ros.engines.decoder_split import SplitError, SplitModelCache, split
-from hayakoe_ros.engines.hayakoe_engine import HayakoeEngine
 from hayakoe_ros.engines.windowed_decoder import (StagedSynthesizer, first_window_frames,
                                                   window_plan)
+
+from decoder_rig import EXACT, random_latent, windowed_engine
 
 pytestmark = pytest.mark.unit
 
 TEXTS = ('こんにちは、今日はいい天気ですね。', '明日の午前中は会議室の準備を行います。', 'はい。')
-
-#: Exactness bound (full scale), and what the windows really reach (float rounding).
-EXACT = 1e-4
-
-
-def _engine(root, cache, **kwargs):
-    """The tiny model's engine; ``cache`` None: hayakoe's default cache, shared by the run."""
-    if cache is not None:
-        kwargs['cache_dir'] = str(cache)
-    return HayakoeEngine('tiny-jp', speaker_source=f'file://{root}',
-                         bert_source=f'file://{root}', num_threads=1, **kwargs)
-
 
 @pytest.fixture(scope='module')
 def engines(tiny_model_root):
@@ -47,8 +36,8 @@ def engines(tiny_model_root):
     In the default cache: its optimised models and cut are those every other test of
     the run uses (the tests of a fresh cache build their own).
     """
-    windowed = _engine(tiny_model_root, None, first_window_s=0.001)
-    whole = _engine(tiny_model_root, None, first_window_s=0)
+    windowed = windowed_engine(tiny_model_root, None, first_window_s=0.001)
+    whole = windowed_engine(tiny_model_root, None, first_window_s=0)
     yield windowed, whole
     windowed.close()
     whole.close()
@@ -88,7 +77,7 @@ def test_default_first_window_and_growth(engines, det_voice, tiny_model_root, tm
         window_plan(100, 512, 0)
     for bad in (-0.2, 11.0):
         with pytest.raises(EngineLoadError, match='first_window_s'):
-            _engine(tiny_model_root, tmp_path, first_window_s=bad)
+            windowed_engine(tiny_model_root, tmp_path, first_window_s=bad)
         with pytest.raises(ValueError, match='out of range'):
             windowed.set_first_window(bad)  # refused, and the setting stays
         assert windowed.first_window_s == pytest.approx(512 / 44100)
@@ -99,21 +88,13 @@ def test_default_first_window_and_growth(engines, det_voice, tiny_model_root, tm
         windowed.set_first_window(0.001)
 
 
-def _random_latent(config: dict, frames: int, seed: int) -> tuple:
-    """A latent ``z`` [1, inter_channels, frames] and a speaker embedding ``g`` (float32)."""
-    rng = np.random.default_rng(seed)
-    z = rng.standard_normal((1, config['inter_channels'], frames)).astype(np.float32)
-    g = rng.standard_normal((1, config['gin_channels'], 1)).astype(np.float32) * 0.1
-    return z, g
-
-
 def test_receptive_field_is_the_decoder_s_own(engines, monkeypatch):
     """An impulse in the latent changes exactly the audio the chain says it reaches."""
     windowed, _ = engines
     staged = windowed.staged
     config = hk.model_config(windowed.speaker)
     frames = 60
-    z, g = _random_latent(config, frames, seed=3)
+    z, g = random_latent(config, frames, seed=3)
     n = frames * staged.hop
     base = staged.decode(z, g, 0, n)
     j = 30
@@ -134,81 +115,6 @@ def test_receptive_field_is_the_decoder_s_own(engines, monkeypatch):
     assert np.abs(wrong - base).max() > 10 * EXACT
     right_plan = np.concatenate([staged.decode(z, g, lo, hi) for lo, hi in plan])
     assert np.abs(right_plan - base).max() <= EXACT
-
-
-def test_windows_in_a_row_recompute_only_each_piece_s_own_context(engines):
-    """Windows in a stream re-read at a cut only each piece's own receptive field.
-
-    Each piece runs on its whole signal once, plus at each cut its own context: never
-    the whole decoder's (13 frames each side).
-    """
-    windowed, _ = engines
-    staged = windowed.staged
-    frames = 50
-    z, g = _random_latent(hk.model_config(windowed.speaker), frames, seed=5)
-    runs: list = []
-    originals = [s.run for s in staged.decoders]
-    for n, session in enumerate(staged.decoders):
-        def counted(names, feed, options=None, _n=n, _run=originals[n]):
-            first = next(iter(feed.values()))
-            runs.append((_n, first.shape[2]))
-            return _run(names, feed, options)
-        session.run = counted
-    try:
-        whole = staged.decode(z, g, 0, frames * staged.hop)
-        whole_len = dict(runs)
-        runs.clear()
-        plan = window_plan(frames, staged.hop, 1)
-        stream = staged.stream(z, g)
-        audio = np.concatenate([stream.decode(lo, hi) for lo, hi in plan])
-        streamed = list(runs)
-        runs.clear()
-        for lo, hi in plan:  # each window on its own, from the latent
-            staged.decode(z, g, lo, hi)
-        alone = list(runs)
-        runs = streamed
-    finally:
-        for session in staged.decoders:
-            del session.run
-    assert np.abs(audio - whole).max() <= EXACT
-    cuts = len(plan) - 1
-    assert cuts >= 4
-    for n, spec in enumerate(staged.pieces):
-        read = sum(length for k, length in runs if k == n)
-        lo, hi = spec.needs(10 ** 6, 10 ** 6)  # one interior sample's own context
-        context = (10 ** 6 - lo) + (hi - 10 ** 6)
-        assert whole_len[n] <= read <= whole_len[n] + cuts * (context + 2), spec.name
-    # Windows on their own re-read, at the first pieces, the whole decoder's context.
-    first = [length for k, length in alone if k == 0]
-    left, right = staged.chain.context_frames()
-    assert sum(first) >= frames + cuts * min(left, right)
-
-
-def test_between_windows_a_stream_keeps_only_what_the_next_window_reads(engines):
-    """Memory between windows is the pieces' context at the cut, not the windows decoded.
-
-    Windows double, so a stream that kept each run's output would hold half a segment of
-    every signal; it keeps, per signal, at most what audio sample ``hi`` reads.
-    """
-    windowed, _ = engines
-    staged = windowed.staged
-    frames = 80
-    z, g = _random_latent(hk.model_config(windowed.speaker), frames, seed=7)
-    plan = window_plan(frames, staged.hop, 2)
-    assert len(plan) >= 4
-    stream = staged.stream(z, g)
-    pieces = []
-    for lo, hi in plan[:-1]:
-        pieces.append(stream.decode(lo, hi))
-        needed = stream.context_at(hi)
-        for key, count in stream.held.items():
-            if key == 'z':
-                continue
-            a, b = needed[key]
-            assert count <= b - a + 1, (key, count, (a, b), (lo, hi))
-    pieces.append(stream.decode(*plan[-1]))
-    whole = staged.decode(z, g, 0, frames * staged.hop)
-    assert np.abs(np.concatenate(pieces) - whole).max() <= EXACT
 
 
 def test_the_full_size_decoder_s_context_comes_from_its_config():
@@ -280,7 +186,7 @@ def test_a_graph_without_the_decoder_falls_back_to_whole_segments_logged_once(
         split(str(root / 'onnx' / 'speakers' / 'tiny-jp' / 'synthesizer.onnx'),
               str(tmp_path), config['model'])
     caplog.set_level(logging.DEBUG, logger='hayakoe_ros.engines.hayakoe_staged')
-    engines = [_engine(root, tmp_path / 'cache') for _ in range(2)]
+    engines = [windowed_engine(root, tmp_path / 'cache') for _ in range(2)]
     try:
         warnings = [r for r in caplog.records if r.levelno == logging.WARNING
                     and 'decoding whole segments' in r.getMessage()]

@@ -17,7 +17,7 @@ import os
 from typing import Callable, Iterator, Optional
 
 from . import hayakoe_internals as hk
-from . import hayakoe_phonemes, ort_session, windowed_decoder
+from . import decoder_pieces, hayakoe_phonemes, ort_session, windowed_decoder
 from .base import AudioWindow, VoiceParams
 from .decoder_split import SplitError
 
@@ -51,7 +51,7 @@ def stage_synthesizer(tts, speaker, hooks: dict, release: Callable[[], None]
     try:
         if source is None:
             raise SplitError('the speaker has no synthesizer.onnx file')
-        files, chain = windowed_decoder.prepare_pieces(source, hk.model_config(speaker), root)
+        files, chain = decoder_pieces.prepare_pieces(source, hk.model_config(speaker), root)
     except SplitError as exc:
         level = logging.DEBUG if source in _NOT_SPLIT else logging.WARNING
         _NOT_SPLIT.add(source)
@@ -63,7 +63,7 @@ def stage_synthesizer(tts, speaker, hooks: dict, release: Callable[[], None]
     release()
     try:
         with ort_session.onnx_session_hooks(**hooks):
-            staged = windowed_decoder.open_pieces(files, chain)
+            staged = decoder_pieces.open_pieces(files, chain)
     except Exception as exc:  # a corrupt cached piece: what ONNX Runtime raises varies
         _LOG.warning('decoding whole segments: cannot open the cut of %s (%s: %s)',
                      source, type(exc).__name__, exc)

@@ -16,6 +16,7 @@ in for it. Pure ONNX Runtime and NumPy: no torch.
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -101,6 +102,19 @@ class StagedSynthesizer:
             self._rate[spec.output] = self._rate[spec.inputs[0]] * spec.up
             for key in spec.inputs:
                 self._last_reader[key] = n
+        # Per signal, a buffer the pieces' inputs are gathered into when a window needs
+        # a copy (held context joined to new samples), kept from window to window and
+        # segment to segment: a fresh array for every such input made the benchmark's
+        # first segment fault in about 22 MB of new pages per decode (the stream's
+        # Python 11.5 ms over a whole decode's, 3.2 ms with the allocator's memory
+        # reused; 2 threads). It holds the longest window's inputs (full-size model:
+        # about 0.23 MB per latent frame of that window). One decode at a time uses it.
+        self._scratch: dict = {}
+        self._lock = threading.Lock()
+        # The first upsampling stage's signals (and the latent's): computed ahead to the
+        # segment's end by the window before a last, no longer one (DecoderStream).
+        top = self._rate.get('x1', 0)
+        self.lead_keys = frozenset(k for k, r in self._rate.items() if r <= top and k != 'z')
 
     @property
     def sessions(self) -> list:
@@ -174,7 +188,10 @@ class DecoderStream:
     own rate instead of the 13 latent frames the whole decoder reads on each side.
     A piece computes only samples whose inputs it has whole, or that lie at the signal's
     ends where every layer pads with zeros, so the samples are those of one whole decode
-    (up to float rounding: ONNX Runtime may pick other kernels for other lengths).
+    (up to float rounding: ONNX Runtime may pick other kernels for other lengths). The
+    window before a last window no longer than itself also computes the first
+    upsampling stage's signals (:attr:`StagedSynthesizer.lead_keys`) to the segment's
+    end, so that the last window does not run those pieces again for a few samples.
 
     Args:
         synth: The :class:`StagedSynthesizer` whose decoder pieces run.
@@ -242,7 +259,22 @@ class DecoderStream:
         """
         if not 0 <= lo < hi <= self.samples:
             raise ValueError(f'output window [{lo}, {hi}) outside [0, {self.samples})')
+        with self._synth._lock:
+            return self._decode(lo, hi)
+
+    def _decode(self, lo: int, hi: int) -> np.ndarray:
         span = self._span(lo, hi - 1)
+        rest = self.samples - hi
+        if lo > 0 and 0 < rest <= hi - lo:
+            # The first stage's pieces run on few samples (8 a frame on the full-size
+            # model), where a run's fixed cost weighs most, and cost a fifth of the
+            # decoder's time per frame: once what is left of the segment is no longer
+            # than this window, they compute it too, and the last window runs without
+            # them (the benchmark's first segment: -9 ms of its windows' extra at 2
+            # threads; this window +12 %). Never in a first window: first audio waits.
+            ahead = self._span(lo, self.samples - 1)
+            for key in self._synth.lead_keys & span.keys():
+                span[key] = ahead[key]
         if any(key != 'z' and key in self._held and span[key][0] < self._held[key][0][0]
                for key in span):
             self._held = {'z': self._held['z']}  # behind what is kept: start afresh
@@ -266,17 +298,42 @@ class DecoderStream:
         start, x = chunks[-1]
         return start + x.shape[2]
 
-    def _gather(self, key: str, a: int, b: int) -> np.ndarray:
-        """Samples ``[a, b]`` of ``key`` as one array (a view when one chunk holds them)."""
+    def _parts(self, key: str, a: int, b: int) -> list:
+        """Views of the held chunks of ``key`` that together are samples ``[a, b]``."""
         parts = []
         for start, x in self._held[key]:
             end = start + x.shape[2]
             if end <= a or start > b:
                 continue
             parts.append(x[:, :, max(a, start) - start:min(b + 1, end) - start])
+        return parts
+
+    def _gather(self, key: str, a: int, b: int) -> np.ndarray:
+        """Samples ``[a, b]`` of ``key`` as one array (a view when one chunk holds them)."""
+        parts = self._parts(key, a, b)
         if len(parts) == 1:
             return parts[0]
         return np.concatenate(parts, axis=2)
+
+    def _input(self, key: str, a: int, b: int) -> np.ndarray:
+        """Samples ``[a, b]`` of ``key`` as one C-contiguous array, for a run's feed.
+
+        A view when one held chunk holds them contiguously (a whole decode); otherwise
+        copied into the synthesizer's buffer for ``key`` (valid until the next call for
+        ``key``: a run reads its feed only while it runs; decodes hold the synthesizer's
+        lock).
+        """
+        parts = self._parts(key, a, b)
+        if len(parts) == 1 and parts[0].flags.c_contiguous:
+            return parts[0]
+        channels, n = parts[0].shape[1], b - a + 1
+        scratch = self._synth._scratch
+        buf = scratch.get(key)
+        if buf is None or buf.dtype != parts[0].dtype or buf.size < channels * n:
+            buf = scratch[key] = np.empty(channels * n, parts[0].dtype)
+        out = buf[:channels * n].reshape(1, channels, n)
+        np.concatenate(parts, axis=2, out=out)
+        return out
 
     def _compute(self, spec, n: int, a: int, b: int) -> None:
         held = spec.output in self._held
@@ -289,7 +346,7 @@ class DecoderStream:
         in_a, in_b = max(0, in_a), min(length - 1, in_b)
         feed = {}
         for name, key in zip(self._synth._inputs[n], spec.inputs):
-            feed[name] = np.ascontiguousarray(self._gather(key, in_a, in_b))
+            feed[name] = self._input(key, in_a, in_b)
         if spec.name == 'pre' and self._g is not None:
             feed[self._synth._inputs[n][-1]] = self._g
         y = self._synth.decoders[n].run(None, feed, self._options)[0]
@@ -318,55 +375,3 @@ class DecoderStream:
             start, x = kept[0]
             kept[0] = (keep[0], x[:, :, keep[0] - start:].copy())
         self._held[key] = kept
-
-
-def prepare_pieces(source: str, model_config: dict, root: str) -> tuple:
-    """The cut pieces of ``source`` (cut now if not cached under ``root``) and the chain.
-
-    Returns:
-        ``(files, chain)``: ``[stage1.onnx, dec0.onnx, ...]`` paths and the
-        :class:`ChainSpec` of ``model_config``.
-
-    Raises:
-        SplitError: the graph cannot be cut, or the config lacks the decoder's fields.
-    """
-    from .decoder_split import SplitError, SplitModelCache, stage_files
-
-    try:
-        chain = ChainSpec.from_config(model_config)
-    except ValueError as exc:
-        raise SplitError(str(exc)) from exc
-    entry = SplitModelCache(root).pieces(source, model_config)
-    files = stage_files(entry)
-    if files is None or len(files) != len(chain.pieces()) + 1:
-        raise SplitError(f'the cut in {entry} is incomplete (delete it to cut again)')
-    return [str(f) for f in files], chain
-
-
-def open_pieces(files: Sequence[str], chain: ChainSpec) -> StagedSynthesizer:
-    """Build one CPU session per piece, with the options hayakoe gives its synthesizer.
-
-    ``ORT_ENABLE_ALL``, CPU provider; run inside :func:`.ort_session.onnx_session_hooks`
-    so that the node's thread, spinning and optimised-copy settings apply as to
-    hayakoe's own sessions. The pieces share one CPU arena
-    (:func:`.ort_session.share_cpu_arena`), without memory patterns: they run one after
-    the other, so their working memory is that of the largest, as in the uncut graph
-    (peak RSS over the benchmark's 1, 3 and 10 sentences: 1322 MB against 1311 MB with
-    hayakoe's own session; 2137 MB with an arena per piece).
-    """
-    import onnxruntime as ort
-
-    from .ort_session import share_cpu_arena
-
-    sessions = []
-    for path in files:
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        share_cpu_arena(options)
-        # Windows come in many lengths: a memory pattern per shape grew the arena by
-        # 110 MB over the 10-sentence text (full-size model); without, +11 MB over the
-        # uncut graph, at the same CPU time.
-        options.enable_mem_pattern = False
-        sessions.append(ort.InferenceSession(path, options,
-                                             providers=['CPUExecutionProvider']))
-    return StagedSynthesizer(sessions[0], sessions[1:], chain)
