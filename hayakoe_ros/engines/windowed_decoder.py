@@ -105,10 +105,10 @@ class StagedSynthesizer:
         # Per signal, a buffer the pieces' inputs are gathered into when a window needs
         # a copy (held context joined to new samples), kept from window to window and
         # segment to segment: a fresh array for every such input made the benchmark's
-        # first segment fault in about 22 MB of new pages per decode (the stream's
-        # Python 11.5 ms over a whole decode's, 3.2 ms with the allocator's memory
-        # reused; 2 threads). It holds the longest window's inputs (full-size model:
-        # about 0.23 MB per latent frame of that window). One decode at a time uses it.
+        # first segment fault in 1855 new pages (7.6 MB) per windowed decode, 66 now
+        # (the stream's Python 10.2-10.8 ms before, 7.1-8.0 ms after; 2 threads). It
+        # holds the longest inputs a window gathered (full-size model: at most about
+        # 0.19 MB per latent frame of that window). One decode at a time uses it.
         self._scratch: dict = {}
         self._lock = threading.Lock()
         # The first upsampling stage's signals (and the latent's): computed ahead to the
