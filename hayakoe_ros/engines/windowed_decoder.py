@@ -286,7 +286,9 @@ class DecoderStream:
             for key in spec.inputs:
                 if synth._last_reader[key] == n and key != 'z':
                     self._trim(key, keep.get(key))
-        out = self._gather('audio', lo, hi - 1)[0, 0].astype(np.float32, copy=True)
+        # One copy, the caller's own: concatenate copies even a single part.
+        out = np.concatenate([x[0, 0] for x in self._parts('audio', lo, hi - 1)]
+                             ).astype(np.float32, copy=False)
         self._trim('audio', keep.get('audio'))
         return out
 
@@ -307,13 +309,6 @@ class DecoderStream:
                 continue
             parts.append(x[:, :, max(a, start) - start:min(b + 1, end) - start])
         return parts
-
-    def _gather(self, key: str, a: int, b: int) -> np.ndarray:
-        """Samples ``[a, b]`` of ``key`` as one array (a view when one chunk holds them)."""
-        parts = self._parts(key, a, b)
-        if len(parts) == 1:
-            return parts[0]
-        return np.concatenate(parts, axis=2)
 
     def _input(self, key: str, a: int, b: int) -> np.ndarray:
         """Samples ``[a, b]`` of ``key`` as one C-contiguous array, for a run's feed.
