@@ -75,7 +75,7 @@ class GatedEngine(Engine):
     def synthesize(self, text, voice):
         return self._call(text)
 
-    def synthesize_windows(self, text, voice):
+    def synthesize_windows(self, text, voice, first_audio=True):
         for k in range(3):
             yield AudioWindow(self._call(f'{text}#{k}'), later_s=(0.01,) * (2 - k))
 
@@ -185,6 +185,27 @@ def test_robots_starting_at_once_each_get_their_first_window_before_a_second():
     # for three first windows, not also for A's later ones.
     assert engine.log[:4] == ['A#0', 'B#0', 'C#0', 'A#1']
     assert sorted(engine.log) == sorted(f'{n}#{k}' for n in 'ABC' for k in range(3))
+    assert engine.overlaps == 0
+
+
+@pytest.mark.parametrize('first_audio', [True, False])
+def test_only_first_audio_windows_go_ahead_of_a_waiting_segment(first_audio):
+    engine = GatedEngine()
+    shared = SharedEngine(engine)
+    a, b, c = (shared.view(n) for n in 'ABC')
+    threads = [run_in_thread(a.synthesize, 'A', VOICE)[0]]
+    engine.wait_started(1)  # A's segment runs
+    threads.append(run_in_thread(c.synthesize, 'C', VOICE)[0])  # C's segment waits
+    waiting(shared.arbiter, 1)
+    threads.append(run_in_thread(
+        lambda: [w.audio.size for w in b.synthesize_windows('B', VOICE, first_audio)])[0])
+    waiting(shared.arbiter, 2)
+    engine.release(9)
+    for t in threads:
+        t.join(TIMEOUT)
+    # B's first window goes ahead of C's segment when it brings B its first audio; the
+    # windows of a later segment of B's (windowed to play in time) wait their turn.
+    assert engine.log[:3] == (['A', 'B#0', 'C'] if first_audio else ['A', 'C', 'B#0'])
     assert engine.overlaps == 0
 
 

@@ -39,7 +39,7 @@ class WindowedTone(ToneEngine):
         self.windows_made: list = []
         self.closed: list = []
 
-    def synthesize_windows(self, text, voice):
+    def synthesize_windows(self, text, voice, first_audio=True):
         audio = self.synthesize(text, voice)
         cuts = [0, audio.size // 6, audio.size // 2, audio.size]
         sizes = [b - a for a, b in zip(cuts, cuts[1:])]
@@ -140,6 +140,12 @@ def test_tiny_model_windowed_pipeline_publishes_the_whole_segment_pcm(
                                first_window_s=first_window_s)
         try:
             assert engine.windowed is bool(first_window_s)
+            # The windows a start is planned for are the ones the engine then decodes.
+            voice = VoiceParams(style=engine.styles[0])
+            sizes = [w.audio.size for w in engine.synthesize_windows('会議室の準備です', voice)]
+            seconds = [n / engine.sample_rate for n in sizes]
+            assert (len(sizes) > 1) is bool(first_window_s)
+            assert engine.window_seconds(sum(seconds), voice) == pytest.approx(seconds)
             results.append(_whole(engine, TEXT, volume=2.0, first_segment_morae=8))
         finally:
             engine.close()

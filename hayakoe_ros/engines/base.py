@@ -90,7 +90,8 @@ class Engine(abc.ABC):
             UnknownStyleError: ``voice.style`` is not offered.
         """
 
-    def synthesize_windows(self, text: str, voice: VoiceParams) -> Iterator[AudioWindow]:
+    def synthesize_windows(self, text: str, voice: VoiceParams,
+                           first_audio: bool = True) -> Iterator[AudioWindow]:
         """Synthesise one segment in windows, its first samples first (for first audio).
 
         The default yields :meth:`synthesize_timed`'s result as one window. An engine
@@ -100,12 +101,24 @@ class Engine(abc.ABC):
         The first window carries the whole segment's phones (:attr:`AudioWindow.phones`,
         as :meth:`synthesize_timed` gives them), the later ones none. Each window is
         computed when the iterator is advanced, so a cancel between two
-        (:meth:`cancellable` around the iteration) stops it there.
+        (:meth:`cancellable` around the iteration) stops it there. ``first_audio``: the
+        windows bring an utterance its first audio (False: a later segment, windowed so
+        that it plays in time); an engine shared by several robots lets such a first
+        window go ahead of other calls (:class:`.shared.GatedEngine`).
 
         Raises:
             What :meth:`synthesize` raises.
         """
         yield self.synthesize_timed(text, voice)
+
+    def window_seconds(self, audio_s: float, voice: VoiceParams) -> tuple:
+        """Seconds of audio of each window :meth:`synthesize_windows` would yield.
+
+        For a segment of about ``audio_s`` seconds (an estimate: the real windows follow
+        the real length), so that a start can be planned for the windows of a segment
+        not yet synthesised. The default: one window, ``(audio_s,)``.
+        """
+        return (float(audio_s),)
 
     def synthesize_timed(self, text: str, voice: VoiceParams) -> AudioWindow:
         """Synthesise one segment whole, with the time of each phoneme.
@@ -243,9 +256,14 @@ class WrappedEngine(Engine):
         """The wrapped engine's timed synthesis (see :meth:`Engine.synthesize_timed`)."""
         return self._engine.synthesize_timed(text, voice)
 
-    def synthesize_windows(self, text: str, voice: VoiceParams) -> Iterator[AudioWindow]:
+    def synthesize_windows(self, text: str, voice: VoiceParams,
+                           first_audio: bool = True) -> Iterator[AudioWindow]:
         """The wrapped engine's windows (see :meth:`Engine.synthesize_windows`)."""
-        return self._engine.synthesize_windows(text, voice)
+        return self._engine.synthesize_windows(text, voice, first_audio)
+
+    def window_seconds(self, audio_s: float, voice: VoiceParams) -> tuple:
+        """The wrapped engine's windows' seconds (see :meth:`Engine.window_seconds`)."""
+        return self._engine.window_seconds(audio_s, voice)
 
     def predict_pause(self, left: str, right: str, voice: VoiceParams) -> float:
         """The wrapped engine's pause (s)."""

@@ -268,7 +268,8 @@ class HayakoeEngine(Engine):
         return AudioWindow(audio, phones=hayakoe_phonemes.phones_from_frames(
             feats.phones, frames, self._hop, len(audio)))
 
-    def synthesize_windows(self, text: str, voice: VoiceParams) -> Iterator[AudioWindow]:
+    def synthesize_windows(self, text: str, voice: VoiceParams,
+                           first_audio: bool = True) -> Iterator[AudioWindow]:
         """Synthesise one segment in decoder windows; see :meth:`Engine.synthesize_windows`.
 
         Front end and BERT, then the first stage (encoder, duration predictors, flow) once,
@@ -289,6 +290,21 @@ class HayakoeEngine(Engine):
         self._check_speakable(text, feats)
         yield from hayakoe_staged.decode_windows(self._speaker, staged, feats, voice,
                                                  self._first_frames, self._sample_rate)
+
+    def window_seconds(self, audio_s: float, voice: VoiceParams) -> tuple:
+        """Seconds of each window of a segment of ``audio_s`` s (:meth:`Engine.window_seconds`).
+
+        :func:`.windowed_decoder.window_plan` over ``ceil(audio_s x rate / hop)`` frames,
+        as :meth:`synthesize_windows` plans the latent; ``(audio_s,)`` where that
+        decodes whole (no two stages, a first window of 0, WORLD re-synthesis).
+        """
+        staged = self._staged
+        if staged is None or not self._first_frames or audio_s <= 0 \
+                or voice.pitch_scale != 1.0 or voice.intonation_scale != 1.0:
+            return (float(audio_s),)
+        frames = max(1, int(np.ceil(audio_s * self._sample_rate / staged.hop - 1e-9)))
+        plan = windowed_decoder.window_plan(frames, staged.hop, self._first_frames)
+        return tuple((hi - lo) / self._sample_rate for lo, hi in plan)
 
     def predict_pause(self, left: str, right: str, voice: VoiceParams) -> float:
         """Pause at the end of ``left``, predicted over the pair ``left + right``.

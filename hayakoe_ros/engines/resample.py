@@ -129,7 +129,8 @@ class ResampledEngine(WrappedEngine):
         return AudioWindow(audio, phones=scale_phones(timed.phones, self._engine.sample_rate,
                                                       self._rate, len(audio)))
 
-    def synthesize_windows(self, text: str, voice: VoiceParams) -> Iterator[AudioWindow]:
+    def synthesize_windows(self, text: str, voice: VoiceParams,
+                           first_audio: bool = True) -> Iterator[AudioWindow]:
         """The wrapped engine's windows, each resampled as it comes (one libsoxr stream).
 
         The concatenation equals :meth:`synthesize`'s output sample for sample; the first
@@ -138,7 +139,7 @@ class ResampledEngine(WrappedEngine):
         the wrapped engine's (a cancel between windows).
         """
         in_rate = self._engine.sample_rate
-        windows = self._engine.synthesize_windows(text, voice)
+        windows = self._engine.synthesize_windows(text, voice, first_audio)
         if in_rate == self._rate:
             yield from windows
             return

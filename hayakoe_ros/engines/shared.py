@@ -198,19 +198,21 @@ class GatedEngine(WrappedEngine):
         with self._turn():
             return self._engine.synthesize_timed(text, voice)
 
-    def synthesize_windows(self, text: str, voice: VoiceParams) -> Iterator[AudioWindow]:
+    def synthesize_windows(self, text: str, voice: VoiceParams,
+                           first_audio: bool = True) -> Iterator[AudioWindow]:
         """The engine's windows, one turn per window (other callers run between).
 
-        The first window's turn is a first-audio turn (it may go ahead of other robots'
-        later windows and segments, :class:`~.arbiter.FairArbiter`): only an utterance's
-        first segment comes in windows.
+        With ``first_audio`` the first window's turn is a first-audio turn (it may go
+        ahead of other robots' later windows and segments, :class:`~.arbiter.FairArbiter`);
+        a later segment's windows (``first_audio`` False) wait their turn as segments do.
         """
         inner: Optional[Iterator[AudioWindow]] = None
         try:
             while True:
-                with self._turn(first=inner is None):
+                with self._turn(first=first_audio and inner is None):
                     if inner is None:
-                        inner = iter(self._engine.synthesize_windows(text, voice))
+                        inner = iter(self._engine.synthesize_windows(text, voice,
+                                                                     first_audio))
                     window = next(inner, None)
                 if window is None:
                     return
@@ -282,10 +284,11 @@ class SharedEngineView(WrappedEngine):
         self._check_open()
         return self._engine.synthesize_timed(text, voice)
 
-    def synthesize_windows(self, text: str, voice: VoiceParams) -> Iterator[AudioWindow]:
+    def synthesize_windows(self, text: str, voice: VoiceParams,
+                           first_audio: bool = True) -> Iterator[AudioWindow]:
         """The shared engine's windows."""
         self._check_open()
-        return self._engine.synthesize_windows(text, voice)
+        return self._engine.synthesize_windows(text, voice, first_audio)
 
     def predict_pause(self, left: str, right: str, voice: VoiceParams) -> float:
         """The shared engine's pause prediction (s)."""
