@@ -245,13 +245,15 @@ def test_a_fast_engine_grows_segments_a_slow_one_keeps_the_ramp():
 
 
 def test_grow_segment_joins_exactly_what_the_audio_ahead_covers():
-    from hayakoe_ros.speech.gapless import SAFETY, RateEstimator, speakable_chars
+    from hayakoe_ros.speech.gapless import (SAFETY, SETTLED_SEGMENTS, RateEstimator,
+                                            speakable_chars)
     from hayakoe_ros.speech.synthesis import Pacing, grow_segment
     from hayakoe_ros.speech.utterance import Utterance
 
     engine = ToneEngine()
     rates = RateEstimator()
-    rates.update('tone/tone', synth_s=0.5, audio_s=1.0, chars=20)  # RTF 0.5, 0.05 s/char
+    for _ in range(SETTLED_SEGMENTS):  # a settled estimate: planned with SAFETY
+        rates.update('tone/tone', synth_s=0.5, audio_s=1.0, chars=20)  # RTF 0.5, 0.05 s/char
     segs = segment(PLAIN, 60, SegmentRamp(60, 4))
     assert len(segs) >= 3 and all(s.boundary is Boundary.WORD for s in segs[:2])
     need = 0.5 * SAFETY * 0.05 * speakable_chars(segs[1].text + segs[2].text)

@@ -130,13 +130,16 @@ def test_log_line_and_status_report_the_gapless_start_delay_and_underruns():
     line = stats.record(utt, 'topic')
     assert 'TTFA 0.900 s (start delay 0.625 s), RTF 1.500, 2 underrun(s): succeeded' in line
     rates, engine = RateEstimator(), ToneEngine()
-    assert rate_values(rates, engine) == {'rtf_estimate': ''}
+    assert rate_values(rates, engine) == {'rtf_estimate': '', 'decoder_rtf_estimate': ''}
     rates.update('tone/tone', synth_s=1.2, audio_s=1.0, chars=10)
+    assert rate_values(rates, engine)['decoder_rtf_estimate'] == ''  # no windows yet
+    rates.update_decoder('tone/tone', synth_s=0.5, audio_s=1.25)
     snap = Snapshot(name='n', hardware_id='cpu', lifecycle_state='active', stats=stats,
                     extra=rate_values(rates, engine))
     values = {kv.key: kv.value for kv in build_status(snap).values}
     assert values['last_start_delay_s'] == '0.625' and values['last_underruns'] == '2'
     assert values['rtf_estimate'] == '1.200'
+    assert values['decoder_rtf_estimate'] == '0.400'
 
 
 def test_player_node_loads_none_of_the_speech_stack():

@@ -116,20 +116,23 @@ class Snapshot:
 
 
 def rate_values(rates, engine) -> dict:
-    """``rtf_estimate``: the real-time factor estimate for the engine speaking.
+    """``rtf_estimate`` and ``decoder_rtf_estimate`` of the engine speaking.
 
     Args:
         rates: The scheduler's :class:`~hayakoe_ros.speech.gapless.RateEstimator`, or None.
         engine: The engine speaking, or None.
 
     Returns:
-        Synthesis seconds per audio second, exponentially weighted over its segments, as
-        text; '' before its first segment or without an engine.
+        As text: synthesis seconds per audio second, exponentially weighted over its
+        segments, and the decoder's alone (the windows after a segment's first); each ''
+        until measured (the decoder's: until a segment came in windows), or without an
+        engine.
     """
     if rates is None or engine is None:
-        return {'rtf_estimate': ''}
+        return {'rtf_estimate': '', 'decoder_rtf_estimate': ''}
     estimate = rates.estimate(f'{engine.name}/{engine.voice}')
-    return {'rtf_estimate': _fmt(estimate.rtf if estimate else None)}
+    return {'rtf_estimate': _fmt(estimate.rtf if estimate else None),
+            'decoder_rtf_estimate': _fmt(estimate.decoder_rtf if estimate else None)}
 
 
 def _fmt(value: Optional[float]) -> str:

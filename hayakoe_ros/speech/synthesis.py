@@ -16,6 +16,11 @@ every segment updates the :class:`.gapless.RateEstimator`, and with ``gapless`` 
 utterance's start (``Utterance.start_at``) is planned by :func:`.gapless.plan_start_delay`
 when its first segment is ready, and planned again after each later segment until
 playback has started.
+
+The first segment comes in the engine's windows (:meth:`.Engine.synthesize_windows`), so
+that playback starts after its first; a later segment comes whole unless, with
+``gapless``, it would be late whole (:func:`.gapless.comes_in_windows`, the rule the plan
+assumed).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import numpy as np
 
 from ..engines.base import (AudioWindow, Engine, NothingToSpeakError, SynthesisCanceledError,
                             VoiceParams)
-from .gapless import RateEstimate, plan_start_delay, speakable_chars
+from .gapless import RateEstimate, comes_in_windows, plan_start_delay, speakable_chars
 from .audio import apply_gain_and_limit, to_int16
 from .growth import Pacing, grow_segment, join_segments, segment_voice  # noqa: F401 (API)
 from .joins import Joiner, smooth_join
@@ -148,13 +153,20 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
                               after_break=k > first and segments[k - 1].break_s is not None,
                               break_after=None if last else seg.break_s,
                               smooth_before=smooth_before, smooth_after=smooth_after)
-        # The first segment in windows (first audio after its first window), the others
-        # whole (they are synthesised while earlier audio plays: windows would gain
-        # nothing). A gapless start needs a rate estimate to plan the windows still to
-        # come: without one (a fresh scheduler) the first segment comes whole, as before.
-        windowed = k == first and not cached and (
-            not pacing.gapless or pacing.rates.estimate(key) is not None)
-        windows = _windows(engine, seg.text, voice, windowed=windowed)
+        # The first segment in windows (first audio after its first window). A gapless
+        # start needs a rate estimate to plan the windows still to come: without one (a
+        # fresh scheduler) the first segment comes whole. A later segment is synthesised
+        # while earlier audio plays: whole, unless (gapless) it would not be ready in time
+        # whole: in windows it plays after its first (the start was planned so).
+        if k == first:
+            windowed = not cached and (not pacing.gapless
+                                       or pacing.rates.estimate(key) is not None)
+        else:
+            windowed = not cached and pacing.gapless and _late_whole(
+                engine, pacing.rates.estimate(key), utt, k, seg, voice,
+                handed / sr - (t0 - attempt.start_at))
+        windows = _windows(engine, seg.text, voice, windowed, first_audio=k == first)
+        decoding = [0.0, 0.0]  # seconds and samples of the windows after the first
         seg_start = handed  # where this segment's first sample goes in the stream
         phones: tuple = ()
         # Computed once the segment's start is decided, whether or not anyone takes them:
@@ -162,6 +174,7 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
         marks: Optional[tuple] = None
         raw: list = []  # the engine's audio of it so far, until its marks are made
         while True:
+            t1 = clock()
             try:
                 with engine.cancellable(token):
                     window = next(windows)
@@ -176,6 +189,9 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
                 _engine_failed(put, utt, attempt, 'synthesis', exc)
                 return
             final = not window.later_s
+            if shaper.raw_samples:  # a window after the segment's first: the decoder's
+                decoding[0] += clock() - t1
+                decoding[1] += window.audio.size
             phones = phones or window.phones
             pcm = shaper.add(window.audio, final)
             if marks is None:
@@ -222,6 +238,7 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
             if not cached:  # what the engine computed: the rate estimate's audio
                 pacing.rates.update(key, spent + predict_s, shaper.raw_samples / sr,
                                     speakable_chars(seg.text), voice.length_scale)
+                pacing.rates.update_decoder(key, decoding[0], decoding[1] / sr)
         predict_s = 0.0
         if last and not produced:
             put(EndOfUtterance(utt, attempt, 'nothing_speakable: no segment of the text '
@@ -299,16 +316,33 @@ def _end_stream(put: Put, utt: Utterance, attempt: Attempt, joiner: Joiner, gain
     put(SegmentPCM(utt, attempt, pcm, True, ready), utt, attempt)
 
 
-def _windows(engine: Engine, text: str, voice: VoiceParams, windowed: bool
-             ) -> Iterator[AudioWindow]:
+def _windows(engine: Engine, text: str, voice: VoiceParams, windowed: bool,
+             first_audio: bool) -> Iterator[AudioWindow]:
     """The segment's audio as the engine's windows, or as one window (``windowed`` False).
 
     The first window carries the segment's phoneme timing where the engine has it.
+    ``first_audio``: the segment brings the utterance its first audio.
     """
     if windowed:
-        yield from engine.synthesize_windows(text, voice)
+        yield from engine.synthesize_windows(text, voice, first_audio)
     else:
         yield engine.synthesize_timed(text, voice)
+
+
+def _late_whole(engine: Engine, estimate: Optional[RateEstimate], utt: Utterance, k: int,
+                seg, voice: VoiceParams, slack_s: float) -> bool:
+    """Whether a later segment comes in windows: whole, it would be ready too late.
+
+    ``slack_s``: seconds until playback reaches it (negative: it is late already).
+    """
+    if estimate is None:
+        return False
+    audio = estimate.audio_s(seg.text, utt.voice.length_scale, seg.rate)
+    late = comes_in_windows(estimate, audio, slack_s, engine.window_seconds(audio, voice))
+    if late:
+        _LOG.debug('utterance %d: segment %d in windows (about %.2f s of audio, %.2f s '
+                   'until it plays)', utt.id, k + 1, audio, slack_s)
+    return late
 
 
 def _plan_start(estimate: Optional[RateEstimate], engine: Engine, utt: Utterance,
@@ -325,7 +359,8 @@ def _plan_start(estimate: Optional[RateEstimate], engine: Engine, utt: Utterance
     segments = attempt.segments
     cached = [engine.is_cached(s.text, segment_voice(utt.voice, s)) for s in segments]
     delay = plan_start_delay(segments, ready, ahead_s, estimate, utt.voice.length_scale,
-                             cached, pending_s)
+                             cached, pending_s, lambda seg, audio: engine.window_seconds(
+                                 audio, segment_voice(utt.voice, seg)))
     attempt.start_at = now + delay
     attempt.start_delay_s = attempt.start_at - first_ready
     if estimate is not None:
