@@ -7,9 +7,11 @@
 
 The node's speech pipeline (the speech scheduler on hayakoe_ros' engine, pacing on, real
 time, ``first_segment_morae`` as the node's default) speaks the benchmark's 3- and
-10-sentence texts (bench/texts.py) with ``gapless`` off and on, one scheduler per setting
-kept across repetitions (its rate estimate carries over, as in the node), the two settings
-alternating. The sink plays nothing: it reads each chunk's playback time, so the figures
+10-sentence texts (bench/texts.py) with ``gapless`` off, on, and on with every later
+segment decoded whole (:class:`WholeLater`: as before the planner could decode a long later
+segment in windows), one scheduler per setting kept across repetitions (its rate estimate
+carries over, as in the node), the settings taking turns (reversed every other
+repetition). The sink plays nothing: it reads each chunk's playback time, so the figures
 are what a player that follows the stamps would do. With ``num_threads`` 1 the full-size
 model is slower than real time on this machine while other jobs load it (and about as
 fast as real time when they do not; see ``--slowdown``).
@@ -46,12 +48,26 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from hayakoe_ros.engines.base import WrappedEngine  # noqa: E402
 from tools.submit import submit_text  # noqa: E402
 
 from bench.raw_worker import SPEAKER, model_root, warm_engine  # noqa: E402
 from bench.texts import benchmark_texts  # noqa: E402
 
 UTTERANCE_TIMEOUT_S = 900.0
+
+#: ``gapless`` off, on, and on with every later segment decoded whole (as before the
+#: planner could window a long later segment): what the windows change, in one run.
+WHOLE_LATER = 'on, later segments whole'
+SETTINGS = ('off', 'on', WHOLE_LATER)
+
+
+class WholeLater(WrappedEngine):
+    """The engine, saying that it decodes every segment whole (one window)."""
+
+    def window_seconds(self, audio_s, voice):
+        """One window: a later segment is never planned or decoded in windows."""
+        return (float(audio_s),)
 
 
 class Sink:
@@ -139,7 +155,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     engine, voice = warm_engine(root, speaker, args.threads)
     texts = benchmark_texts()
-    sinks = {setting: Sink() for setting in ('off', 'on')}
+    sinks = {setting: Sink() for setting in SETTINGS}
     scale = args.slowdown
 
     def clock() -> float:
@@ -148,16 +164,17 @@ def main(argv=None) -> int:
     def waiter(event: threading.Event, timeout: float) -> bool:
         return event.wait(max(0.0, timeout / scale))
 
-    scheds = {setting: SpeechScheduler(engine, sink, SchedulerConfig(
-        first_segment_morae=args.morae, gapless=setting == 'on'), clock=clock, waiter=waiter)
-        for setting, sink in sinks.items()}
+    scheds = {setting: SpeechScheduler(
+        WholeLater(engine) if setting == WHOLE_LATER else engine, sink,
+        SchedulerConfig(first_segment_morae=args.morae, gapless=setting != 'off'),
+        clock=clock, waiter=waiter) for setting, sink in sinks.items()}
     key = f'{engine.name}/{engine.voice}'
     out: dict = {'recipe': args.recipe, 'threads': args.threads, 'morae': args.morae,
                  'slowdown': scale,
                  'load_avg_start': os.getloadavg(), 'runs': {}}
     try:
         for rep in range(args.reps):
-            order = ('off', 'on') if rep % 2 == 0 else ('on', 'off')
+            order = SETTINGS if rep % 2 == 0 else SETTINGS[::-1]
             for n in args.sizes:
                 name = f'{n} sentences'
                 for setting in order:
