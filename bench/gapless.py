@@ -63,7 +63,10 @@ SETTINGS = ('off', 'on', WHOLE_LATER)
 
 
 class WholeLater(WrappedEngine):
-    """The engine, saying that it decodes every segment whole (one window)."""
+    """The engine, saying that a segment comes whole: no later segment in windows.
+
+    A first segment still comes in the engine's windows (the scheduler asks for them).
+    """
 
     def window_seconds(self, audio_s, voice):
         """One window: a later segment is never planned or decoded in windows."""

@@ -185,6 +185,24 @@ def test_a_long_later_segment_that_sets_the_delay_is_planned_in_windows():
     assert not comes_in_windows(est, 1.5, whole + 0.3 + 1e-6, parts)
     assert not comes_in_windows(est, 1.5, 0.0, (1.5,))       # the engine decodes it whole
     assert not comes_in_windows(no_rate, 1.5, 0.0, parts)
+    # A decoder slower than the whole synthesis (its small windows' context, or waits for
+    # a shared engine's turns): windows would be ready later than the whole, so no.
+    slow = RateEstimate(rtf=0.5, seconds_per_char=0.1, segments=5, decoder_rtf=2.0)
+    assert not comes_in_windows(slow, 1.5, 0.0, parts)
+    assert plan_start_delay(segs, 0, 0.3, slow, windows=windows) == pytest.approx(
+        plan_start_delay(segs, 0, 0.3, slow))
+
+
+def test_the_slack_counts_from_the_first_audio_or_the_planned_start():
+    from hayakoe_ros.speech.synthesis import _slack_s
+
+    # 2 s handed over, playback began 0.5 s ago: 1.5 s until it has all played.
+    assert _slack_s(2.0, 10.0, 9.0, 9.5) == pytest.approx(1.5)
+    # Not begun, planned 0.25 s from now: 2.25 s.
+    assert _slack_s(2.0, 10.0, 10.25, None) == pytest.approx(2.25)
+    # Not begun though its planned start has passed (another utterance still plays): at
+    # least the 2 s handed over, not 2 s less the time since the planned start.
+    assert _slack_s(2.0, 10.0, 7.0, None) == pytest.approx(2.0)
 
 
 def test_estimator_keeps_the_decoder_rate_of_windows_apart():

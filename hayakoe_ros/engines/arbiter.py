@@ -28,7 +28,9 @@ _WAIT_SLICE_S = 0.1
 #: at least), so a few such turns ahead of it cost it no underrun, while a robot whose
 #: reply has not started yet is the one a listener is waiting on. Beyond this bound the
 #: order is first come first served again, so a burst of new utterances cannot starve a
-#: robot that is speaking.
+#: robot that is speaking. A later segment decoded in windows (because it would be late
+#: whole) takes ordinary turns: its robot's start plan counts what it measured, turn
+#: waits included, and not what a burst of other robots' first windows may add.
 MAX_OVERTAKES = 4
 
 

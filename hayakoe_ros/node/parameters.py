@@ -94,8 +94,9 @@ _SPECS = (
     ParameterSpec('allow_spinning', False, 'ONNX Runtime intra-op threads busy-wait between '
                   'operators (its default). false: they sleep: 2-9 % less CPU at the same '
                   'speed here, left to the rest of the robot.', Apply.RELOAD),
-    ParameterSpec('first_window_s', 0.1, "CPU only: the first segment's audio is decoded "
-                  'in windows, the first this long (s), each later one twice the one '
+    ParameterSpec('first_window_s', 0.1, "CPU only: the first segment's audio (and, "
+                  "with gapless, a later one that would be late whole) is decoded in "
+                  'windows, the first this long (s), each later one twice the one '
                   'before, so that it starts playing before the rest is decoded; 0 = '
                   'whole segments.', Apply.RELOAD, range=(0.0, 10.0)),
     # --- voice (live) ---

@@ -245,20 +245,34 @@ def plan_start_delay(segments: Sequence[Segment], ready: int, ahead_s: float,
         # Each segment's term: when it (or each of its windows) is ready, less the audio
         # played before it. A segment comes in windows only where that lowers its term,
         # so the delay is the largest of the lower terms.
-        whole = synth + estimate.planned_synthesis_s(audio) - ahead
-        parts = tuple(windows(seg, audio)) if windows is not None \
-            and estimate.decoder_rtf is not None else ()
-        split = whole
-        if len(parts) > 1:
-            t, played, split = synth, ahead, -math.inf
-            for part, cost in zip(parts, estimate.planned_windows_s(parts)):
-                t += cost
-                split = max(split, t - played)
-                played += part
-        delay = max(delay, min(whole, split))
-        synth += estimate.planned_synthesis_s(audio)
+        planned = estimate.planned_synthesis_s(audio)
+        parts = tuple(windows(seg, audio)) if windows is not None else ()
+        split = windows_ready_s(estimate, parts)
+        delay = max(delay, synth - ahead + min(planned, split))
+        # Windows cost more than the whole where the decoder's rate is above the whole's.
+        synth += planned if split >= planned else max(
+            planned, sum(estimate.planned_windows_s(parts)))
         ahead += audio
     return delay
+
+
+def windows_ready_s(estimate: RateEstimate, windows_s: Sequence[float]) -> float:
+    """Seconds from a segment's start until its windows have played in time, planned.
+
+    The largest, over its windows, of the planned synthesis up to and including window
+    ``i`` less the seconds of the windows before it: a segment decoded in windows is
+    ready in time if it starts this long before playback reaches it (whole: its
+    :meth:`~RateEstimate.planned_synthesis_s`). ``inf`` for one window, or without a
+    ``decoder_rtf`` (nothing to plan windows with).
+    """
+    if estimate.decoder_rtf is None or len(windows_s) < 2:
+        return math.inf
+    t, played, ready = 0.0, 0.0, -math.inf
+    for part, cost in zip(windows_s, estimate.planned_windows_s(windows_s)):
+        t += cost
+        ready = max(ready, t - played)
+        played += part
+    return ready
 
 
 def comes_in_windows(estimate: Optional[RateEstimate], audio_s: float, slack_s: float,
@@ -274,14 +288,16 @@ def comes_in_windows(estimate: Optional[RateEstimate], audio_s: float, slack_s: 
             one: the engine decodes it whole).
 
     Returns:
-        True when it comes in more than one window and its planned whole synthesis
-        (:meth:`RateEstimate.planned_synthesis_s`) exceeds ``slack_s``: its first window
-        then plays sooner. A segment synthesised in time stays whole (windows cost each
-        cut's context, and the engine's calls more often).
+        True when its planned whole synthesis (:meth:`RateEstimate.planned_synthesis_s`)
+        exceeds ``slack_s`` and its windows would be ready in time sooner
+        (:func:`windows_ready_s`): as :func:`plan_start_delay` assumed. A segment
+        synthesised in time stays whole (windows cost each cut's context, and the
+        engine's calls more often).
     """
-    if estimate is None or estimate.decoder_rtf is None or len(windows_s) < 2:
+    if estimate is None:
         return False
-    return estimate.planned_synthesis_s(audio_s) > slack_s
+    planned = estimate.planned_synthesis_s(audio_s)
+    return planned > slack_s and windows_ready_s(estimate, windows_s) < planned
 
 
 def _pause_after(seg: Segment) -> float:

@@ -61,7 +61,8 @@ def grow_segment(engine: Engine, utt: Utterance, k: int, pacing: Pacing, ahead_s
       never with a piece the phrase cache holds (a hit costs nothing as it is);
     * without pacing, as far as those allow (nothing plays in real time);
     * with pacing, only while the estimated synthesis time of the joined text, at the
-      measured real-time factor x :data:`.gapless.SAFETY`, is at most ``ahead_s`` (the
+      measured real-time factor x the estimate's margin (:attr:`.gapless.RateEstimate.
+      safety`), is at most ``ahead_s`` (the
       seconds of audio handed over and not yet played); without an estimate, never.
 
     The attempt's ``segments`` are changed in place (the joined pieces become one

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: AGPL-3.0-or-later
 """One segment's audio, as it arrives from the engine, to the PCM handed over (no ROS).
 
-A segment comes whole (one window) or, for an utterance's first segment on an engine
-that decodes in windows (:meth:`.engines.base.Engine.synthesize_windows`), window by
-window, so that its first samples can play while the rest is decoded. Either way the
+A segment comes whole (one window) or, for an utterance's first segment (and, with
+``gapless``, a later one that would be late whole) on an engine that decodes in windows
+(:meth:`.engines.base.Engine.synthesize_windows`), window by window, so that its first
+samples can play while the rest is decoded. Either way the
 same steps apply, in this order (what each decides about silence: :mod:`.pauses`):
 
 1. the voice's own leading silence cut to the lead-in (held back, in windows, until the

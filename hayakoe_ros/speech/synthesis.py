@@ -164,7 +164,7 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
         else:
             windowed = not cached and pacing.gapless and _late_whole(
                 engine, pacing.rates.estimate(key), utt, k, seg, voice,
-                handed / sr - (t0 - attempt.start_at))
+                _slack_s(handed / sr, t0, attempt.start_at, utt.first_audio_at))
         windows = _windows(engine, seg.text, voice, windowed, first_audio=k == first)
         decoding = [0.0, 0.0]  # seconds and samples of the windows after the first
         seg_start = handed  # where this segment's first sample goes in the stream
@@ -327,6 +327,19 @@ def _windows(engine: Engine, text: str, voice: VoiceParams, windowed: bool,
         yield from engine.synthesize_windows(text, voice, first_audio)
     else:
         yield engine.synthesize_timed(text, voice)
+
+
+def _slack_s(handed_s: float, now: float, start_at: float,
+             first_audio_at: Optional[float]) -> float:
+    """Seconds until playback reaches the end of the ``handed_s`` seconds handed over.
+
+    Counted from the first audio's playback once it began; before that from the planned
+    start (an utterance synthesised while another still plays starts later than that:
+    its slack is larger than counted, which errs towards windows).
+    """
+    if first_audio_at is not None:
+        return handed_s - (now - first_audio_at)
+    return handed_s + max(0.0, start_at - now)
 
 
 def _late_whole(engine: Engine, estimate: Optional[RateEstimate], utt: Utterance, k: int,
