@@ -333,13 +333,14 @@ def _slack_s(handed_s: float, now: float, start_at: float,
              first_audio_at: Optional[float]) -> float:
     """Seconds until playback reaches the end of the ``handed_s`` seconds handed over.
 
-    Counted from the first audio's playback once it began; before that from the planned
-    start (an utterance synthesised while another still plays starts later than that:
-    its slack is larger than counted, which errs towards windows).
+    Counted from the planned start (an utterance synthesised while another still plays
+    starts later than that: its slack is larger than counted, which errs towards
+    windows), and from the first audio's playback once it began where that leaves less.
     """
+    slack = handed_s + max(0.0, start_at - now)
     if first_audio_at is not None:
-        return handed_s - (now - first_audio_at)
-    return handed_s + max(0.0, start_at - now)
+        slack = min(slack, handed_s - (now - first_audio_at))
+    return slack
 
 
 def _late_whole(engine: Engine, estimate: Optional[RateEstimate], utt: Utterance, k: int,
