@@ -254,3 +254,15 @@ def words_of(text, base=0):
     """One word per kana, with its phonemes, offsets from ``base``."""
     return tuple(Word(base + i, base + i + 1, ch, phonemes(ch))
                  for i, ch in enumerate(text) if ch in ROMAJI)
+
+
+def threaded_scheduler(engine, clock, **config):
+    """A speech scheduler on ``clock`` (a :class:`ThreadClock`) that drops its chunks.
+
+    ``config``: :class:`SchedulerConfig` fields over ``gapless=True, chunk_frames=256``.
+    """
+    from hayakoe_ros.speech import SchedulerConfig, SpeechScheduler
+
+    config = {'gapless': True, 'chunk_frames': 256, **config}
+    return SpeechScheduler(engine, lambda utt, chunk: None, SchedulerConfig(**config),
+                           clock=clock, waiter=clock.wait)

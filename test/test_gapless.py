@@ -20,7 +20,7 @@ from hayakoe_ros.speech.gapless import (SAFETY, SETTLED_SEGMENTS, YOUNG_SAFETY,
                                         plan_start_delay)
 from hayakoe_ros.text.segment import SPEAKABLE_RE
 from hayakoe_ros.text.segment import Boundary, Segment
-from speech_fakes import REAL_TIMEOUT_S, ThreadClock, ToneEngine
+from speech_fakes import REAL_TIMEOUT_S, ThreadClock, ToneEngine, threaded_scheduler
 from tools.submit import submit_text
 
 pytestmark = pytest.mark.unit
@@ -34,10 +34,8 @@ T = REAL_TIMEOUT_S
 def _speak(text, rtf, gapless, chunk_frames=256, **config):
     clock = ThreadClock()
     engine = ToneEngine(clock, rtf=rtf)
-    sched = SpeechScheduler(engine, lambda utt, chunk: None,
-                            SchedulerConfig(gapless=gapless, chunk_frames=chunk_frames,
-                                            **config),
-                            clock=clock, waiter=clock.wait)
+    sched = threaded_scheduler(engine, clock, gapless=gapless, chunk_frames=chunk_frames,
+                               **config)
     try:
         utts = [submit_text(sched, text, VOICE)]
         assert utts[0].wait(T) and utts[0].outcome is Outcome.SUCCEEDED
@@ -261,9 +259,7 @@ SHORT_THEN_LONG = 'わかりました。' + 'あいうえお' * 8 + '。'
 def _speak_staged(split: bool):
     clock = ThreadClock()
     engine = StagedTone(clock, prefix=0.3, decoder=0.4, split=split)
-    sched = SpeechScheduler(engine, lambda utt, chunk: None,
-                            SchedulerConfig(gapless=True, chunk_frames=256),
-                            clock=clock, waiter=clock.wait)
+    sched = threaded_scheduler(engine, clock)
     try:
         utts = []
         for text in ('一つ目です。', SHORT_THEN_LONG, SHORT_THEN_LONG):
@@ -313,9 +309,7 @@ def test_a_fresh_estimate_plans_with_a_wider_margin():
     """
     clock = ThreadClock()
     engine = SlowerLongTone(clock, rtf=1.5)
-    sched = SpeechScheduler(engine, lambda utt, chunk: None,
-                            SchedulerConfig(gapless=True, chunk_frames=256),
-                            clock=clock, waiter=clock.wait)
+    sched = threaded_scheduler(engine, clock)
     try:
         utt = submit_text(sched, '一つ目です。' + 'あいうえおかきくけこ' * 2 + 'さしすせそ。',
                           VOICE)

@@ -196,13 +196,11 @@ def test_stream_limiter_limits_pieces_as_the_whole():
 
 
 def test_gapless_windows_the_first_segment_once_it_has_a_rate_to_plan_with():
-    from speech_fakes import ThreadClock
+    from speech_fakes import ThreadClock, threaded_scheduler
 
     clock = ThreadClock()
     engine = WindowedTone(clock, rtf=0.3)
-    sched = SpeechScheduler(engine, lambda utt, chunk: None,
-                            SchedulerConfig(gapless=True, chunk_frames=256),
-                            clock=clock, waiter=clock.wait)
+    sched = threaded_scheduler(engine, clock)
     try:
         utts = [submit_text(sched, t, VoiceParams()) for t in ('こんにちは。', 'さようなら。')]
         assert all(u.wait(REAL_TIMEOUT_S) and u.outcome is Outcome.SUCCEEDED for u in utts)
