@@ -185,6 +185,20 @@ def test_gapless_plans_for_the_windows_still_to_decode():
     assert windowed >= 0.9 * 0.2 * SAFETY - 0.1 - 1e-9
 
 
+def test_the_first_segments_windows_still_to_decode_are_planned_at_the_decoders_rate():
+    from hayakoe_ros.speech.gapless import SAFETY
+    segs = [Segment('あいう', Boundary.SENTENCE)]
+    whole_rate = RateEstimate(rtf=0.9, seconds_per_char=0.1, segments=5)
+    measured = RateEstimate(rtf=0.9, seconds_per_char=0.1, segments=5, decoder_rtf=0.6)
+    # 0.1 s handed over, windows of 0.2 and 0.6 s to come: the last is ready after
+    # both are decoded and must be by the time 0.1 + 0.2 s have played.
+    assert plan_start_delay(segs, 0, 0.1, measured, pending_s=(0.2, 0.6)) == \
+        pytest.approx(0.6 * 0.8 * SAFETY - 0.3)
+    # Before a decoder rate is known, at the whole synthesis rate (front end included).
+    assert plan_start_delay(segs, 0, 0.1, whole_rate, pending_s=(0.2, 0.6)) == \
+        pytest.approx(0.9 * 0.8 * SAFETY - 0.3)
+
+
 def test_stream_limiter_limits_pieces_as_the_whole():
     rng = np.random.default_rng(0)
     x = (rng.standard_normal(30000) * 0.5).astype(np.float32)

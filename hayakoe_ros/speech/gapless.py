@@ -100,6 +100,18 @@ class RateEstimate:
         """Synthesis seconds planned for ``audio_s`` of audio: the RTF x :attr:`safety`."""
         return self.rtf * audio_s * self.safety
 
+    def planned_decoding_s(self, audio_s: float) -> float:
+        """Seconds planned to decode ``audio_s`` of a segment whose first stage has run.
+
+        ``decoder_rtf x audio_s x`` :attr:`safety`: a window after a segment's first
+        runs the decoder alone (what :meth:`RateEstimator.update_decoder` measures).
+        Without a ``decoder_rtf``: :meth:`planned_synthesis_s` (errs long by the front
+        end's and first stage's share, 13-15 % of a full-size segment at one thread).
+        """
+        if self.decoder_rtf is None:
+            return self.planned_synthesis_s(audio_s)
+        return self.decoder_rtf * audio_s * self.safety
+
     def planned_windows_s(self, windows_s: Sequence[float]) -> list:
         """Synthesis seconds planned for each window of a segment decoded in windows.
 
@@ -116,7 +128,7 @@ class RateEstimate:
         dec = self.decoder_rtf
         prefix = max(0.0, self.rtf - dec) * total
         out = [(prefix + dec * windows_s[0]) * self.safety]
-        return out + [dec * w * self.safety for w in windows_s[1:]]
+        return out + [self.planned_decoding_s(w) for w in windows_s[1:]]
 
 
 class RateEstimator:
@@ -213,7 +225,8 @@ def plan_start_delay(segments: Sequence[Segment], ready: int, ahead_s: float,
         cached: Per segment, whether the phrase cache holds it (no synthesis time).
         pending_s: Seconds of audio of ``segments[ready]`` still to synthesise, one per
             window to come (a segment decoded in windows: ``ahead_s`` then counts only
-            what was handed over); each is planned like a segment with no pause before.
+            what was handed over); each is planned with no pause before it, at the
+            decoder's rate where one was measured (:meth:`RateEstimate.planned_decoding_s`).
         windows: ``windows(segment, audio_s)``: the seconds of each window a later
             segment would come in (the engine's :meth:`~.engines.base.Engine.window_seconds`;
             one window: whole). With an estimate that has a ``decoder_rtf``, a later
@@ -231,7 +244,8 @@ def plan_start_delay(segments: Sequence[Segment], ready: int, ahead_s: float,
     synth = 0.0       # synthesis of segments ready+1 .. k
     ahead = ahead_s   # audio and pauses before segment k
     for audio in pending_s:
-        synth += estimate.planned_synthesis_s(audio)
+        # The segment's first stage has run: what is left is decoding.
+        synth += estimate.planned_decoding_s(audio)
         delay = max(delay, synth - ahead)
         ahead += audio
     for k in range(ready + 1, len(segments)):
