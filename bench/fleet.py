@@ -102,8 +102,8 @@ class Goal:
         self.chunks.append((time.monotonic(), len(audio.audio.audio_data.int16_data),
                             audio.audio.info.rate, stamp))
 
-    def wait(self, timeout: float = GOAL_TIMEOUT_S) -> dict:
-        """Wait for the result; ``ttfa_s``, ``last`` (monotonic), ``audio_s``, ``sent``."""
+    def wait(self, timeout: float = GOAL_TIMEOUT_S, whole: bool = True) -> dict:
+        """``ttfa_s``, ``last``, ``audio_s``, ``sent``, ``lost_s``; ``whole``: raise on a loss."""
         deadline = time.monotonic() + timeout
         while not self._future.done():
             if time.monotonic() > deadline:
@@ -131,12 +131,12 @@ class Goal:
             if len(self.chunks) != count:
                 count, quiet_until = len(self.chunks), time.monotonic() + FEEDBACK_QUIET_S
         lost = missing_s(self.chunks) if self.gapless else 0.0
-        if lost > 0:
+        if lost > 0 and whole:
             raise RuntimeError(f'{lost:.3f} s of feedback audio lost (gaps in the stamps of '
                                f'{len(self.chunks)} chunks)')
         return {'sent': self.sent, 'ttfa_s': self.chunks[0][0] - self.sent,
                 'last': self.chunks[-1][0],
-                'audio_s': sum(n / r for _, n, r, _s in self.chunks)}
+                'audio_s': sum(n / r for _, n, r, _s in self.chunks), 'lost_s': lost}
 
 
 def node_params(root: Path, speaker: str, threads: int) -> dict:
@@ -243,7 +243,11 @@ def _relay_ttfa(args, fleet: NodeProcess, host: BenchClient, text: str, log_dir:
             mark = fleet.log_mark()
             pairs['robot_ttfa_s'].append(Goal(client, text, gapless=False).wait()['ttfa_s'])
             pairs['host_own_ttfa_s'].append(_host_ttfa(fleet, 'r1', mark))
-            pairs['host_ttfa_s'].append(Goal(host, text).wait()['ttfa_s'])
+            # Its TTFA only: a chunk lost later (0.232 s once, fleet on one CPU) is logged.
+            direct = Goal(host, text).wait(whole=False)
+            pairs['host_ttfa_s'].append(direct['ttfa_s'])
+            if direct['lost_s']:
+                log(f"fleet bench: {direct['lost_s']:.3f} s of a direct goal's audio lost")
         if '[host ' not in robot.log():
             raise RuntimeError('the robot did not speak with the host voice:\n' + robot.log())
         return pairs
