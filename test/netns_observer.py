@@ -175,7 +175,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from audio_common_msgs.msg import AudioStamped
     import rclpy
     from rclpy.action import ActionClient
-    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from rclpy.signals import SignalHandlerOptions
     from std_msgs.msg import String
@@ -269,7 +269,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     threading.Thread(target=commands, daemon=True).start()
     threading.Thread(target=find_servers, daemon=True).start()
-    executor = MultiThreadedExecutor(num_threads=3)
+    # One thread: rclpy's MultiThreadedExecutor (9.1) re-yields a callback still waiting
+    # in its pool, so a spin_once loop spins while holding the GIL (ros2/rclpy#1452, as
+    # hayakoe_ros/node/runner.py says). With 3 threads this process took a whole core
+    # while audio and feedback came in and handled chunks up to 5.9 s after their DDS
+    # reception (3 runs of 6 of test_offboard_network.py); with one, 0.03 of a core
+    # and at most 7 ms (6 of 6). Every callback here is short.
+    executor = SingleThreadedExecutor()
     executor.add_node(node)
     _emit(out, 'up', pid=os.getpid())
     deadline = time.monotonic() + args.lifetime
