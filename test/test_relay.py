@@ -21,7 +21,7 @@ from hayakoe_ros.speech import CancelReason, Outcome, SchedulerConfig, SpeechSch
 from hayakoe_ros.speech.remote import (BACKOFF_BASE_S, BACKOFF_MAX_S, HostHealth, RemoteAudio,
                                        RemoteEnd, RemoteMark, RemoteUnavailable)
 from hayakoe_ros.text.pipeline import prepare
-from speech_fakes import REAL_TIMEOUT_S
+from speech_fakes import REAL_TIMEOUT_S, VirtualClock
 
 pytestmark = pytest.mark.unit
 
@@ -60,15 +60,16 @@ class Host:
     ``cut_after``: chunks after which nothing more reaches the robot (a link cut);
     ``refuse``: why every call is refused (the action is not there); ``mute``: the goal
     is accepted and nothing ever comes back; ``lose_end``: every chunk and mark comes,
-    the goal's end never does (its status lagging on a loaded host).
+    the goal's end never does (its status lagging on a loaded host); ``end_length``: the
+    end gives the audio's length in whole ms, as the host's ``end`` mark does.
     """
 
     name = '/fleet/r1/say'
 
     def __init__(self, engine, cut_after=None, refuse='', mute=False,
-                 lose_end=False) -> None:
+                 lose_end=False, end_length=False) -> None:
         self.cut_after, self.refuse, self.mute = cut_after, refuse, mute
-        self.lose_end = lose_end
+        self.lose_end, self.end_length = lose_end, end_length
         self.marks: list = []  # every mark the host published, reaching the robot or not
         self.calls: list = []
         self.rate = engine.sample_rate
@@ -96,7 +97,8 @@ class Host:
     def _done(self, utt) -> None:
         call = self.calls[-1]
         if self._reaches(call) and not self.lose_end:
-            call.events.put(RemoteEnd(utt.outcome is Outcome.SUCCEEDED, utt.error))
+            length = round(utt.audio_s * 1000) / 1000 if self.end_length else None
+            call.events.put(RemoteEnd(utt.outcome is Outcome.SUCCEEDED, utt.error, length))
 
     def call(self, text: str, rate: float) -> HostCall:
         if self.refuse:
@@ -112,13 +114,13 @@ class Host:
 class Robot:
     """The robot's scheduler (Open JTalk), every chunk and mark it publishes recorded."""
 
-    def __init__(self, engine, host, **config) -> None:
+    def __init__(self, engine, host, clock=time.monotonic, **config) -> None:
         self.chunks: list = []
         self.marks: list = []
         settings: dict = dict(pacing=False, offboard_timeout_s=2.0, offboard_stall_s=1.5)
         settings.update(config)
         self.sched = SpeechScheduler(engine, lambda u, c: self.chunks.append(c),
-                                     SchedulerConfig(**settings),
+                                     SchedulerConfig(**settings), clock=clock,
                                      on_mark=lambda u, m, t: self.marks.append(m),
                                      remote=host)
 
@@ -180,6 +182,28 @@ def test_the_host_speaks_and_the_robot_relays_its_audio_and_marks_at_its_own_rat
     assert robot.marks[0].kind == 'start'
     assert utt.heard == TEXT
     assert robot.sched.host_health.values()['last_voice'] == utt.spoken_by
+
+
+def test_an_end_that_gives_the_length_ends_the_relay_once_that_much_has_come(
+        tiny_engine, openjtalk_engine):
+    """No wait after the host's end once its announced audio has all come.
+
+    The robot's clock never moves here, so a relay that waited ``END_GRACE_S`` after
+    the end for stray audio would never finish; the one that ends on the length does,
+    with all of the host's audio.
+    """
+    host = Host(tiny_engine, end_length=True)
+    robot = Robot(openjtalk_engine, host, clock=VirtualClock())
+    try:
+        utt = robot.say()
+        assert utt.outcome is Outcome.SUCCEEDED, utt.error
+        assert utt.spoken_by == f'host {Host.name}'
+        lead = int(np.argmax(robot.chunks[0].samples != 0))
+        assert abs(utt.audio_s - lead / 48000 - host.calls[0].utt.audio_s) < 0.002
+        assert utt.heard == TEXT
+    finally:
+        robot.close()
+        host.sched.shutdown()
 
 
 def _host_sentences(tiny_engine) -> list:

@@ -153,10 +153,14 @@ class _Call:
         """One of the host's speech marks for this goal (executor thread).
 
         The host's ``end`` mark of a goal that succeeded is its end as well as the
-        goal's status: whichever comes first ends the relay's wait for more.
+        goal's status: whichever comes first ends the relay's wait for more. The mark
+        also gives the audio's length (its ``time``, ms), so the relay can end as soon
+        as that much has come.
         """
         if obj.get('type') == 'end' and obj.get('value') == 'succeeded':
-            self._queue(RemoteEnd(True))
+            time_ms = obj.get('time')
+            self._queue(RemoteEnd(True, audio_s=float(time_ms) / 1000.0
+                                  if isinstance(time_ms, (int, float)) else None))
         self._queue(RemoteMark(str(obj.get('type', '')), float(obj.get('time', 0)) / 1000.0,
                             float(obj.get('duration', 0)) / 1000.0,
                             int(obj.get('start', -1)), int(obj.get('end', -1)),

@@ -55,8 +55,15 @@ POLL_S = 0.05
 #: After the remote goal succeeded, audio still coming is waited for until none has come
 #: for this long (s): its result and its audio travel separately (a service and a topic),
 #: so the result may arrive first. The wait overlaps the audio's own playback, about
-#: three chunks (:data:`.pacing.MAX_LEAD_CHUNKS`, 0.14 s at 44.1 kHz) behind.
+#: three chunks (:data:`.pacing.MAX_LEAD_CHUNKS`, 0.14 s at 44.1 kHz) behind, so the
+#: held tail handed over after it came late: an underrun at the end of every relayed
+#: utterance (loopback, the tiny model). An end that gives the audio's length (the host's
+#: ``end`` mark) ends the wait as soon as that much audio has come.
 END_GRACE_S = 0.25
+
+#: How much of an announced length may be missing when the relay ends on it (s): the
+#: ``end`` mark's ``time`` is whole ms, so half a millisecond either way.
+LENGTH_TOLERANCE_S = 0.0005
 
 @dataclasses.dataclass
 class _Relayed:
@@ -150,6 +157,7 @@ def _relay_call(call: RemoteCall, utt: Utterance, attempt: Attempt, gain: float,
     started = clock()
     last_audio: Optional[float] = None
     ended: Optional[float] = None  # when the goal's success came (the last event since)
+    length_s: Optional[float] = None  # the remote audio's length, once its end said it
     while True:
         if utt.halted or utt.attempt is not attempt:
             call.cancel()
@@ -184,10 +192,16 @@ def _relay_call(call: RemoteCall, utt: Utterance, attempt: Attempt, gain: float,
             if not relay.audio(event, put, last_audio):
                 call.cancel()
                 return _Relayed(stopped=True)
+            if length_s is not None and relay.received_s >= length_s - LENGTH_TOLERANCE_S:
+                return relay.finish(put, clock)
         elif isinstance(event, RemoteEnd):
             if not event.succeeded:
                 return relay.cut(f'the host failed: {event.error}', put, clock)
             ended = clock()
+            if event.audio_s is not None:
+                length_s = event.audio_s
+                if relay.received_s >= length_s - LENGTH_TOLERANCE_S:
+                    return relay.finish(put, clock)  # nothing is left to wait for
 
 
 class _Stream:
@@ -215,6 +229,7 @@ class _Stream:
         self.handed = 0
         self.chunk_frames = int(chunk_frames)
         self.lead = 0  # samples of silence put before the host's first sample
+        self.received_s = 0.0  # the host's audio received, at its own rate (s)
         self.marks: list = []     # received, not handed over yet
         self.word_ends: list = []  # (sample end, character end) of every word received
 
@@ -231,6 +246,7 @@ class _Stream:
     def audio(self, event: RemoteAudio, put: Put, now: float) -> bool:
         """Resample, scale and hand over one piece (all but the held tail)."""
         pcm = np.asarray(event.pcm, np.float32)
+        self.received_s += pcm.size / float(event.sample_rate)
         if self.resampler is None or event.sample_rate != self.in_rate:
             if self.resampler is not None:
                 self.tail = np.concatenate([self.tail, self.resampler.resample_chunk(

@@ -63,10 +63,16 @@ class RemoteMark:
 
 @dataclasses.dataclass(frozen=True)
 class RemoteEnd:
-    """The remote goal ended: ``succeeded``, else ``error`` says why (rejected, aborted)."""
+    """The remote goal ended: ``succeeded``, else ``error`` says why (rejected, aborted).
+
+    ``audio_s``: the remote audio's whole length (s) when the end says it (a host's
+    ``end`` mark: its ``time``, whole ms from the first sample to the end of the last),
+    else None (the goal's status says only that it ended).
+    """
 
     succeeded: bool
     error: str = ''
+    audio_s: Optional[float] = None
 
 
 class RemoteCall(Protocol):
