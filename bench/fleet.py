@@ -39,7 +39,6 @@ import re
 from pathlib import Path
 import sys
 import tempfile
-import threading
 import time
 
 REPO = Path(__file__).resolve().parents[1]
@@ -47,98 +46,13 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench import report  # noqa: E402
+from bench.fleet_goals import Goal, RobotTarget, first_goal  # noqa: E402
 from bench.node_driver import BenchClient, NodeProcess, read_cpu_s  # noqa: E402
 from bench.raw_worker import SPEAKER, VOICE, model_root  # noqa: E402
 from bench.texts import benchmark_texts  # noqa: E402
 from tools.node_process import FLEET_COMMAND, pin_threads  # noqa: E402
 
 TARGETS = {'ttfa_x': 4.0, 'throughput_x': 0.95, 'rss_x': 1.15, 'relay_extra_ms': 100.0}
-GOAL_TIMEOUT_S = 900.0
-
-#: A goal's feedback counts as complete once none has come for this long after its result (s).
-FEEDBACK_QUIET_S = 0.3
-
-
-def missing_s(chunks: list) -> float:
-    """Seconds missing between ``(arrival, frames, rate, stamp ns)`` chunks, in stamp order.
-
-    A node's chunks follow each other without gaps in their stamps within a goal (each
-    is stamped where the one before it ends, exact to the nanosecond), whatever their
-    sizes; a gap of more than 1 ms is audio that did not arrive.
-    """
-    ordered = sorted(chunks, key=lambda c: c[3])
-    gaps = ((b[3] - a[3]) * 1e-9 - a[1] / a[2] for a, b in zip(ordered, ordered[1:]))
-    return sum(g for g in gaps if g > 1e-3)
-
-
-class RobotTarget:
-    """One robot of a fleet process, addressed like a :class:`NodeProcess` by BenchClient."""
-
-    def __init__(self, fleet: NodeProcess, robot: str) -> None:
-        self.namespace = f'{fleet.namespace}/{robot}'
-        self.pid = fleet.pid
-
-    def topic(self, name: str) -> str:
-        """Fully qualified name of the robot's node-relative topic, service or action."""
-        return f'{self.namespace}/{name}'
-
-
-class Goal:
-    """A ``say`` goal in flight: send time, feedback arrivals and samples."""
-
-    def __init__(self, client: BenchClient, text: str, gapless: bool = True) -> None:
-        # gapless: the node's stamps have no gaps (pacing off); a pacing robot relaying a
-        # host slower than real time stamps its own underruns as pauses.
-        self.gapless = gapless
-        self.chunks: list = []  # (monotonic arrival, frames, rate, stamp ns)
-        self._done = threading.Event()
-        self.sent = time.monotonic()
-        self._future = client._action.send_goal_async(
-            client._tts.Goal(text=text), feedback_callback=self._on_feedback)
-
-    def _on_feedback(self, fb) -> None:
-        audio = fb.feedback.audio
-        stamp = audio.header.stamp.sec * 1_000_000_000 + audio.header.stamp.nanosec
-        self.chunks.append((time.monotonic(), len(audio.audio.audio_data.int16_data),
-                            audio.audio.info.rate, stamp))
-
-    def wait(self, timeout: float = GOAL_TIMEOUT_S, whole: bool = True) -> dict:
-        """``ttfa_s``, ``last``, ``audio_s``, ``sent``, ``lost_s``; ``whole``: raise on a loss."""
-        deadline = time.monotonic() + timeout
-        while not self._future.done():
-            if time.monotonic() > deadline:
-                raise RuntimeError('goal not accepted in time')
-            time.sleep(0.002)
-        handle = self._future.result()
-        if handle is None or not handle.accepted:
-            raise RuntimeError('goal rejected')
-        result = handle.get_result_async()
-        while not result.done():
-            if time.monotonic() > deadline:
-                raise RuntimeError('goal not finished in time')
-            time.sleep(0.005)
-        if not self.chunks:
-            response = result.result()
-            text = response.result.text if response is not None else '(no result)'
-            raise RuntimeError(f'goal finished without audio: {text}')
-        # The result and the feedback travel apart: the last chunks may still be on the
-        # way. Then every chunk must be here (stamps are gapless with pacing off), or the
-        # audio seconds, and the throughput and CPU ratios built on them, would be short.
-        quiet_until = time.monotonic() + FEEDBACK_QUIET_S
-        count = len(self.chunks)
-        while time.monotonic() < min(quiet_until, deadline):
-            time.sleep(0.02)
-            if len(self.chunks) != count:
-                count, quiet_until = len(self.chunks), time.monotonic() + FEEDBACK_QUIET_S
-        lost = missing_s(self.chunks) if self.gapless else 0.0
-        if lost > 0 and whole:
-            raise RuntimeError(f'{lost:.3f} s of feedback audio lost (gaps in the stamps of '
-                               f'{len(self.chunks)} chunks)')
-        return {'sent': self.sent, 'ttfa_s': self.chunks[0][0] - self.sent,
-                'last': self.chunks[-1][0],
-                'audio_s': sum(n / r for _, n, r, _s in self.chunks), 'lost_s': lost}
-
-
 def node_params(root: Path, speaker: str, threads: int) -> dict:
     """The benchmark's node parameters (deterministic voice, pacing off)."""
     return dict(engine='hayakoe', fallback_engine='none', speaker=speaker,
@@ -236,7 +150,7 @@ def _relay_ttfa(args, fleet: NodeProcess, host: BenchClient, text: str, log_dir:
         pin_threads(os.getpid(), robot_cpus)
         client = BenchClient(robot, 'bench_fleet_robot')
         clients.append(client)
-        Goal(client, text, gapless=False).wait()  # warm, and the host discovered
+        first_goal(client, text, log)  # warm, and the host discovered
         pairs: dict = {'robot_ttfa_s': [], 'host_ttfa_s': [], 'host_own_ttfa_s': []}
         for rep in range(args.reps * 3):
             log(f'fleet bench: relay {rep + 1}/{args.reps * 3}: robot via host, host direct')
