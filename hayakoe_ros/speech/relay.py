@@ -192,7 +192,7 @@ def _relay_call(call: RemoteCall, utt: Utterance, attempt: Attempt, gain: float,
             if not relay.audio(event, put, last_audio):
                 call.cancel()
                 return _Relayed(stopped=True)
-            if length_s is not None and relay.received_s >= length_s - LENGTH_TOLERANCE_S:
+            if length_s is not None and relay.has(length_s):
                 return relay.finish(put, clock)
         elif isinstance(event, RemoteEnd):
             if not event.succeeded:
@@ -200,7 +200,7 @@ def _relay_call(call: RemoteCall, utt: Utterance, attempt: Attempt, gain: float,
             ended = clock()
             if event.audio_s is not None:
                 length_s = event.audio_s
-                if relay.received_s >= length_s - LENGTH_TOLERANCE_S:
+                if relay.has(length_s):
                     return relay.finish(put, clock)  # nothing is left to wait for
 
 
@@ -260,6 +260,10 @@ class _Stream:
         cut = max(0, held.size - self.hold)
         self.tail = held[cut:]
         return self._hand(held[:cut], False, now, put)
+
+    def has(self, length_s: float) -> bool:
+        """True once the host's audio received is ``length_s`` long (less the mark's rounding)."""
+        return self.received_s >= length_s - LENGTH_TOLERANCE_S
 
     def _hand(self, pcm: np.ndarray, last: bool, now: float, put: Put) -> bool:
         """Hand ``pcm`` over with the marks that fall in it (all of them when ``last``).
