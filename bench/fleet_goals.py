@@ -9,7 +9,6 @@ lost audio.
 
 from __future__ import annotations
 
-import threading
 import time
 
 from bench.node_driver import BenchClient, NodeProcess
@@ -61,7 +60,6 @@ class Goal:
         # host slower than real time stamps its own underruns as pauses.
         self.gapless = gapless
         self.chunks: list = []  # (monotonic arrival, frames, rate, stamp ns)
-        self._done = threading.Event()
         self.sent = time.monotonic()
         self._future = client._action.send_goal_async(
             client._tts.Goal(text=text), feedback_callback=self._on_feedback)

@@ -56,9 +56,9 @@ POLL_S = 0.05
 #: for this long (s): its result and its audio travel separately (a service and a topic),
 #: so the result may arrive first. The wait overlaps the audio's own playback, about
 #: three chunks (:data:`.pacing.MAX_LEAD_CHUNKS`, 0.14 s at 44.1 kHz) behind, so the
-#: held tail handed over after it came late: an underrun at the end of every relayed
-#: utterance (loopback, the tiny model). An end that gives the audio's length (the host's
-#: ``end`` mark) ends the wait as soon as that much audio has come.
+#: held tail, handed over only after it, came late: an underrun at the end of every
+#: relayed utterance (loopback, the tiny model). An end that gives the audio's length
+#: (the host's ``end`` mark) ends the wait as soon as that much audio has come.
 END_GRACE_S = 0.25
 
 #: How much of an announced length may be missing when the relay ends on it (s): the
@@ -192,16 +192,13 @@ def _relay_call(call: RemoteCall, utt: Utterance, attempt: Attempt, gain: float,
             if not relay.audio(event, put, last_audio):
                 call.cancel()
                 return _Relayed(stopped=True)
-            if length_s is not None and relay.has(length_s):
-                return relay.finish(put, clock)
         elif isinstance(event, RemoteEnd):
             if not event.succeeded:
                 return relay.cut(f'the host failed: {event.error}', put, clock)
             ended = clock()
-            if event.audio_s is not None:
-                length_s = event.audio_s
-                if relay.has(length_s):
-                    return relay.finish(put, clock)  # nothing is left to wait for
+            length_s = event.audio_s if event.audio_s is not None else length_s
+        if length_s is not None and relay.has(length_s):
+            return relay.finish(put, clock)  # all the announced audio came: nothing to wait for
 
 
 class _Stream:
