@@ -10,6 +10,7 @@ import pytest
 from hayakoe_ros.engines import (EngineLoadError, NothingToSpeakError, UnknownStyleError,
                                  VoiceParams, create_engine)
 from hayakoe_ros.engines import hayakoe_internals
+from hayakoe_ros.engines import ort_session
 from hayakoe_ros.engines.hayakoe_engine import HayakoeEngine
 
 pytestmark = pytest.mark.unit
@@ -116,6 +117,9 @@ def test_num_threads_and_spinning_reach_every_onnx_session(tiny_model_root, tiny
         assert {'bert', 'synthesizer', 'duration_predictor', 'decoder.0'} <= set(threads)
         assert set(threads.values()) == {1}
         assert set(engine.session_spinning().values()) == {'1'}
+        # ...and stop when a run returns: a pool spinning on would take a core from the
+        # next session's run (the pieces run one after the other).
+        assert set(engine.session_config(ort_session.SPINNING_STOP_KEY).values()) == {'1'}
     finally:
         engine.close()
     # The default: idle intra-op threads sleep instead of busy-waiting.

@@ -65,10 +65,14 @@ class HayakoeEngine(Engine):
             memory while loading; falls back to the plain model when the copy cannot be
             made. Figures for these levers are in BENCHMARKS.md ("Memory levers").
         allow_spinning: CPU only: let ONNX Runtime's idle intra-op threads busy-wait for
-            the next operator (its default). Off by default here: the waiting threads then
-            sleep, which on this 2-core machine cost 2-9 % less CPU per audio second at
-            the same speed (``bench/spinning.py``; BENCHMARKS.md, "Thread spinning") and
-            leaves that time to the rest of the robot.
+            the next operator while a run lasts; they stop when it returns
+            (:data:`.ort_session.SPINNING_STOP_KEY`). Off by default here: the waiting
+            threads then sleep and leave that time to the rest of the robot. On, first
+            audio came 25 ms sooner on this 2-core machine (paired median of 18, the
+            first segment's features computed, after 1 s idle) for about 3 % more CPU
+            per audio second (BENCHMARKS.md, "Spinning within runs"); ONNX Runtime's
+            own default, spinning on after each run as well, cost 2-9 % more CPU
+            (BENCHMARKS.md, "Thread spinning").
         first_window_s: CPU only: decode each segment's latent in windows, the first
             this many seconds of audio long (:data:`FIRST_WINDOW_S`, 0.1 s, 9 frames of
             the 44.1 kHz JP-Extra models) and each later one twice the one before
@@ -206,7 +210,14 @@ class HayakoeEngine(Engine):
         session was built with it: ``'0'``, ``'1'``, or ``''`` when never set (the
         runtime then spins).
         """
-        return {role: ort_session.session_config_entry(sess, ort_session.SPINNING_KEY)
+        return self.session_config(ort_session.SPINNING_KEY)
+
+    def session_config(self, key: str) -> dict:
+        """ONNX Runtime session config entry ``key`` of each session, by role (CPU only).
+
+        ``''`` for a session built without it.
+        """
+        return {role: ort_session.session_config_entry(sess, key)
                 for role, sess in hk.onnx_sessions(self._tts, self._speaker).items()}
 
     def check_voice(self, voice: VoiceParams) -> None:

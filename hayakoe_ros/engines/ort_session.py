@@ -15,8 +15,8 @@ import os
 import threading
 from typing import Any, Callable, Iterator, Optional, Sequence
 
-__all__ = ['SPINNING_KEY', 'onnx_session_hooks', 'session_config_entry', 'share_cpu_arena',
-           'terminable_runs']
+__all__ = ['SPINNING_KEY', 'SPINNING_STOP_KEY', 'onnx_session_hooks', 'session_config_entry',
+           'share_cpu_arena', 'terminable_runs']
 
 _PATCH_LOCK = threading.Lock()
 
@@ -25,6 +25,15 @@ _PATCH_LOCK = threading.Lock()
 #: ``kOrtSessionOptionsConfigAllowIntraOpSpinning``): "1" (the default) lets idle intra-op
 #: threads busy-wait for the next operator, "0" puts them to sleep at once.
 SPINNING_KEY = 'session.intra_op.allow_spinning'
+
+#: ONNX Runtime session config key (``kOrtSessionOptionsConfigForceSpinningStop``): "1"
+#: stops a session's spinning threads as soon as its last concurrent ``Run()`` returns
+#: (they spin again at the next run). Set with every spinning session here: the
+#: synthesizer runs as many sessions one after the other (its first stage, 16 decoder
+#: pieces), and a pool still spinning after its run took a core from the next session's
+#: run (the decode 1.9 times slower; BENCHMARKS.md, "Where the windows' extra time
+#: goes").
+SPINNING_STOP_KEY = 'session.force_spinning_stop'
 
 
 @contextlib.contextmanager
@@ -40,7 +49,8 @@ def onnx_session_hooks(num_threads: int = 0,
     ``intra_op_num_threads`` (when ``num_threads`` > 0; 0 keeps the runtime default, one
     thread per physical core) and, when ``allow_spinning`` is not None, the session config
     entry :data:`SPINNING_KEY` (whether idle intra-op threads busy-wait for the next
-    operator's work), and ``onnxruntime.InferenceSession`` by a subclass that calls
+    operator's work; when they do, :data:`SPINNING_STOP_KEY` too, so that they stop when
+    the run returns), and ``onnxruntime.InferenceSession`` by a subclass that calls
     ``after_session()`` once each session is built (the engine returns the session's
     load-time garbage to the system there, so the next session's load does not stack on
     it). ``model_source(path, options)``, when given, is asked which file to load for each
@@ -66,6 +76,8 @@ def onnx_session_hooks(num_threads: int = 0,
                     if allow_spinning is not None:
                         self.add_session_config_entry(SPINNING_KEY,
                                                       '1' if allow_spinning else '0')
+                    if allow_spinning:
+                        self.add_session_config_entry(SPINNING_STOP_KEY, '1')
 
             ort.SessionOptions = _ThreadedSessionOptions
         if after_session is not None or model_source is not None:
