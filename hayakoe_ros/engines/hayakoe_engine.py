@@ -68,11 +68,11 @@ class HayakoeEngine(Engine):
             the next operator while a run lasts; they stop when it returns
             (:data:`.ort_session.SPINNING_STOP_KEY`). Off by default here: the waiting
             threads then sleep and leave that time to the rest of the robot. On, first
-            audio came 25 ms sooner on this 2-core machine (paired median of 18, the
-            first segment's features computed, after 1 s idle) for about 3 % more CPU
-            per audio second (BENCHMARKS.md, "Spinning within runs"); ONNX Runtime's
-            own default, spinning on after each run as well, cost 2-9 % more CPU
-            (BENCHMARKS.md, "Thread spinning").
+            audio came 16-25 ms sooner on this 2-core machine (paired medians of 18-20,
+            the first segment's features computed, after idle), and a one-sentence
+            reply cost 3-7 % more CPU per audio second (BENCHMARKS.md, "Spinning within
+            runs"). ONNX Runtime's own default, spinning on after each run as well,
+            cost 2-9 % more CPU (BENCHMARKS.md, "Thread spinning").
         first_window_s: CPU only: decode each segment's latent in windows, the first
             this many seconds of audio long (:data:`FIRST_WINDOW_S`, 0.1 s, 9 frames of
             the 44.1 kHz JP-Extra models) and each later one twice the one before
