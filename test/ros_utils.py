@@ -20,7 +20,7 @@ from action_msgs.msg import GoalStatus
 from action_msgs.srv import CancelGoal
 from lifecycle_msgs.srv import ChangeState, GetState
 from rclpy.action import ActionClient
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.subscription import Subscription
@@ -66,7 +66,11 @@ class Client:
         self.node = Node(name)
         self._action_clients: dict = {}
         self._match_marks: dict = {}  # topic -> (node process, its log length)
-        self.executor = MultiThreadedExecutor(num_threads=4)
+        # One thread, as the benchmark's client and the network tests' observer: the
+        # callbacks only record what arrives, and rclpy's MultiThreadedExecutor spins a
+        # core while a callback waits for a free worker (ros2/rclpy#1452), which on a
+        # 2-core machine takes that core from the node under test.
+        self.executor = SingleThreadedExecutor()
         self.executor.add_node(self.node)
         #: Exceptions a callback raised (spinning goes on: one late message must not leave
         #: every later test of the session without a working client).
