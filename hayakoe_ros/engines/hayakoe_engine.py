@@ -70,7 +70,7 @@ class HayakoeEngine(Engine):
             threads then sleep and leave that time to the rest of the robot. On, first
             audio came 16-25 ms sooner on this 2-core machine (paired medians of 18-20,
             the first segment's features computed, after idle), and a one-sentence
-            reply cost 3-7 % more CPU per audio second (BENCHMARKS.md, "Spinning within
+            reply cost 2.5-7 % more CPU per audio second (BENCHMARKS.md, "Spinning within
             runs"). ONNX Runtime's own default, spinning on after each run as well,
             cost 2-9 % more CPU (BENCHMARKS.md, "Thread spinning").
         first_window_s: CPU only: decode each segment's latent in windows, the first

@@ -93,7 +93,7 @@ _SPECS = (
                   'robot: 3.', Apply.RELOAD, range=(0, 256)),
     ParameterSpec('allow_spinning', False, 'ONNX Runtime intra-op threads busy-wait between '
                   'the operators of a run and stop when it returns. true: first audio 16-25 '
-                  'ms sooner here for 3-7 % more CPU; false: they sleep, and leave that '
+                  'ms sooner here for 2.5-7 % more CPU; false: they sleep, and leave that '
                   'time to the rest of the robot.', Apply.RELOAD),
     ParameterSpec('first_window_s', 0.1, "CPU only: the first segment's audio (and, "
                   "with gapless, a later one that would be late whole) is decoded in "
