@@ -65,6 +65,7 @@ END_GRACE_S = 0.25
 #: ``end`` mark's ``time`` is whole ms, so half a millisecond either way.
 LENGTH_TOLERANCE_S = 0.0005
 
+
 @dataclasses.dataclass
 class _Relayed:
     """What a relay did.
