@@ -60,7 +60,7 @@ def warm_engine(root, speaker: str, threads: int, **options) -> tuple:
     """hayakoe_ros' engine on the model at ``root``, warmed up; ``(engine, VoiceParams)``.
 
     The voice is the benchmark's deterministic one (:data:`VOICE`, the first style);
-    ``options`` go to :class:`HayakoeEngine` (e.g. ``allow_spinning``).
+    ``options`` go to :class:`HayakoeEngine` (e.g. ``spinning``).
     """
     from hayakoe_ros.engines.base import VoiceParams
     from hayakoe_ros.engines.hayakoe_engine import HayakoeEngine

@@ -107,25 +107,50 @@ def test_hayakoe_pause_prediction_uses_the_duration_predictor(tiny_engine, det_v
     assert slow > 1.5 * sentence  # pauses scale with the speaking rate
 
 
-def test_num_threads_and_spinning_reach_every_onnx_session(tiny_model_root, tiny_engine):
+def _spinning_by_kind(engine) -> dict:
+    """``{'front': {...}, 'decoder': {...}}``: the spinning entries of each kind of session.
+
+    BERT, the duration predictor and the synthesizer's first stage are on the way to a
+    segment's first audio; the decoder pieces run its windows.
+    """
+    spinning = engine.session_spinning()
+    assert {'bert', 'synthesizer', 'duration_predictor', 'decoder.0'} <= set(spinning)
+    return {'front': {spinning[r] for r in ('bert', 'synthesizer', 'duration_predictor')},
+            'decoder': {v for r, v in spinning.items() if r.startswith('decoder.')}}
+
+
+@pytest.mark.parametrize('mode, front, decoder', [('all', '1', '1'), ('none', '0', '0')])
+def test_num_threads_and_spinning_reach_every_onnx_session(tiny_model_root, mode, front,
+                                                           decoder):
     engine = HayakoeEngine('tiny-jp', speaker_source=f'file://{tiny_model_root}',
                            bert_source=f'file://{tiny_model_root}', num_threads=1,
-                           allow_spinning=True)
+                           spinning=mode)
     try:
         threads = engine.session_threads()
         # The synthesizer runs as its first stage and decoder pieces (windowed decode).
         assert {'bert', 'synthesizer', 'duration_predictor', 'decoder.0'} <= set(threads)
         assert set(threads.values()) == {1}
-        assert set(engine.session_spinning().values()) == {'1'}
-        # ...and stop when a run returns: a pool spinning on would take a core from the
-        # next session's run (the pieces run one after the other).
-        assert set(engine.session_config(ort_session.SPINNING_STOP_KEY).values()) == {'1'}
+        assert _spinning_by_kind(engine) == {'front': {front}, 'decoder': {decoder}}
     finally:
         engine.close()
-    # The default: idle intra-op threads sleep instead of busy-waiting.
+
+
+def test_default_spinning_is_on_the_way_to_first_audio_only(tiny_engine):
+    # The decoder's windows are many short runs, where spinning costs most CPU.
+    assert _spinning_by_kind(tiny_engine) == {'front': {'1'}, 'decoder': {'0'}}
+    # Spinning threads stop when a run returns: a pool spinning on would take a core
+    # from the next session's run (the pieces run one after the other).
     spinning = tiny_engine.session_spinning()
-    assert {'bert', 'synthesizer', 'duration_predictor', 'decoder.0'} <= set(spinning)
-    assert set(spinning.values()) == {'0'}
+    stop = tiny_engine.session_config(ort_session.SPINNING_STOP_KEY)
+    assert {stop[role] for role, v in spinning.items() if v == '1'} == {'1'}
+    assert {stop[role] for role, v in spinning.items() if v == '0'} == {''}
+
+
+def test_unknown_spinning_mode_is_a_load_error(tiny_model_root):
+    with pytest.raises(EngineLoadError, match="spinning 'sometimes' is unknown; use one "
+                       'of: none, first_audio, all'):
+        HayakoeEngine('tiny-jp', speaker_source=f'file://{tiny_model_root}',
+                      bert_source=f'file://{tiny_model_root}', spinning='sometimes')
 
 
 def test_hayakoe_rejects_unknown_style_and_unspeakable_text(tiny_engine, det_voice):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import gc
-from typing import Iterator, Optional, Sequence
+from typing import Iterator, Optional, Sequence, Union
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from . import ort_session, windowed_decoder
 from .base import (AudioWindow, CancelToken, Engine, EngineError, EngineLoadError,
                    NothingToSpeakError, SynthesisCanceledError, UnknownStyleError,
                    VoiceParams)
+from .values import Spinning
 # Loading lives in hayakoe_load; its default source is still found here.
 from .hayakoe_load import DEFAULT_SOURCE  # noqa: F401
 
@@ -64,15 +65,16 @@ class HayakoeEngine(Engine):
             size of the model files again on disk). Same graph and output, with much less
             memory while loading; falls back to the plain model when the copy cannot be
             made. Figures for these levers are in BENCHMARKS.md ("Memory levers").
-        allow_spinning: CPU only: let ONNX Runtime's idle intra-op threads busy-wait for
-            the next operator while a run lasts; they stop when it returns
-            (:data:`.ort_session.SPINNING_STOP_KEY`). Off by default here: the waiting
-            threads then sleep and leave that time to the rest of the robot. On, first
-            audio came 16-25 ms sooner on this 2-core machine (paired medians of 18-20,
-            the first segment's features computed, after idle), and a one-sentence
-            reply cost 2.5-7 % more CPU per audio second (BENCHMARKS.md, "Spinning within
-            runs"). ONNX Runtime's own default, spinning on after each run as well,
-            cost 2-9 % more CPU (BENCHMARKS.md, "Thread spinning").
+        spinning: CPU only: which ONNX Runtime sessions let their idle intra-op threads
+            busy-wait for the next operator while a run lasts (a :class:`.Spinning`
+            value or its name: ``'none'``, ``'first_audio'``, ``'all'``); they stop when
+            the run returns (:data:`.ort_session.SPINNING_STOP_KEY`), and threads that
+            do not spin sleep and leave that time to the rest of the robot. Measured over
+            ROS on this 2-core VM, against ``'none'`` (40 paired one-sentence replies
+            after idle, features computed; BENCHMARKS.md, "Spinning on the way to first
+            audio"): ``'first_audio'`` (the default) first audio 15 ms sooner for 1.7 %
+            more CPU per audio second, ``'all'`` 22 ms sooner for 2.8 %; the decoder's
+            windows, many short runs, are where spinning costs most.
         first_window_s: CPU only: decode each segment's latent in windows, the first
             this many seconds of audio long (:data:`FIRST_WINDOW_S`, 0.1 s, 9 frames of
             the 44.1 kHz JP-Extra models) and each later one twice the one before
@@ -82,8 +84,8 @@ class HayakoeEngine(Engine):
             graph that cannot be cut falls back to whole segments with one WARNING.
 
     Raises:
-        EngineLoadError: the model cannot be loaded, or ``first_window_s`` is out of
-            range; the message names the cause.
+        EngineLoadError: the model cannot be loaded, ``first_window_s`` is out of
+            range or ``spinning`` unknown; the message names the cause.
     """
 
     name = 'hayakoe'
@@ -93,7 +95,7 @@ class HayakoeEngine(Engine):
                  num_threads: int = 0, compile: bool = False, cudnn: bool = False,
                  allocator: memory.AllocatorSettings = memory.NODE_ALLOCATOR,
                  trim: bool = True, optimized_models: bool = True,
-                 allow_spinning: bool = False,
+                 spinning: Union[Spinning, str] = Spinning.FIRST_AUDIO,
                  first_window_s: float = FIRST_WINDOW_S) -> None:
         if first_window_s and not 0 < first_window_s <= windowed_decoder.MAX_FIRST_WINDOW_S:
             raise EngineLoadError(f'first_window_s {first_window_s!r} is out of range: 0 '
@@ -108,7 +110,7 @@ class HayakoeEngine(Engine):
             speaker, device, speaker_source=speaker_source, bert_source=bert_source,
             cache_dir=cache_dir, num_threads=self._num_threads, compile=compile, cudnn=cudnn,
             allocator=allocator, trim=self._trim, optimized_models=optimized_models,
-            allow_spinning=allow_spinning, first_window_s=first_window_s,
+            spinning=hayakoe_load.spinning_mode(spinning), first_window_s=first_window_s,
             release=self._release)
         self._tts = tts
         self._tokenizer_dir = hk.tokenizer_dir(tts)

@@ -21,6 +21,7 @@ from typing import Callable
 from . import hayakoe_internals as hk
 from . import hayakoe_staged, memory, ort_cache, ort_session
 from .base import EngineLoadError
+from .values import Spinning
 
 _LOG = logging.getLogger(__name__)
 
@@ -100,10 +101,23 @@ def source_uri(uri: str) -> str:
     return uri or DEFAULT_SOURCE
 
 
+def spinning_mode(value) -> Spinning:
+    """``value`` (a :class:`.Spinning` or its name) as a :class:`.Spinning`.
+
+    Raises:
+        EngineLoadError: ``value`` names no mode; the message lists them.
+    """
+    try:
+        return Spinning(value)
+    except ValueError:
+        raise EngineLoadError(f'spinning {value!r} is unknown; use one of: '
+                              f"{', '.join(m.value for m in Spinning)}") from None
+
+
 def load(speaker: str, device: str, *, speaker_source: str, bert_source: str,
          cache_dir: str, num_threads: int, compile: bool, cudnn: bool,
          allocator: memory.AllocatorSettings, trim: bool, optimized_models: bool,
-         allow_spinning: bool, first_window_s: float,
+         spinning: Spinning, first_window_s: float,
          release: Callable[[], None]) -> tuple:
     """Load the hayakoe speaker ``speaker`` on ``device``, its sessions built the node's way.
 
@@ -156,13 +170,14 @@ def load(speaker: str, device: str, *, speaker_source: str, bert_source: str,
                 os.path.join(hk.cache_dir(tts), 'hayakoe_ros', 'ort-optimized'))
             source = cache.session_source
         hooks: dict = {'num_threads': num_threads, 'after_session': after,
-                       'model_source': source, 'allow_spinning': bool(allow_spinning)}
+                       'model_source': source, 'allow_spinning': spinning != Spinning.NONE}
         with ort_session.onnx_session_hooks(**hooks):
             tts.prepare(warmup=device.startswith('cuda'), compile=bool(compile))
         loaded = tts.speakers[speaker]
         staged = None
         if device == 'cpu' and first_window_s:
-            staged = hayakoe_staged.stage_synthesizer(tts, loaded, hooks, release)
+            staged = hayakoe_staged.stage_synthesizer(
+                tts, loaded, hooks, release, decoder_spinning=spinning == Spinning.ALL)
     except Exception as exc:  # hayakoe raises many types: report them all the same way
         cause = ' '.join(str(exc).split())  # hayakoe's messages span several lines
         raise EngineLoadError(

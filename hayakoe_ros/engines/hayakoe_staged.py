@@ -27,7 +27,8 @@ _LOG = logging.getLogger(__name__)
 _NOT_SPLIT: set = set()
 
 
-def stage_synthesizer(tts, speaker, hooks: dict, release: Callable[[], None]
+def stage_synthesizer(tts, speaker, hooks: dict, release: Callable[[], None],
+                      decoder_spinning: bool = False
                       ) -> Optional[windowed_decoder.StagedSynthesizer]:
     """Cut the speaker's ``synthesizer.onnx`` (cached) and synthesise through the pieces.
 
@@ -40,6 +41,8 @@ def stage_synthesizer(tts, speaker, hooks: dict, release: Callable[[], None]
         release: Returns freed memory to the system (called once hayakoe's own
             synthesizer session is dropped, before the pieces' sessions are built, so
             that the two never add up in the load's peak).
+        decoder_spinning: Whether the decoder pieces' idle threads busy-wait within a
+            run (``hooks['allow_spinning']`` is the first stage's).
 
     Returns:
         The two-stage synthesizer now in use, or None when the graph cannot be cut or
@@ -62,8 +65,8 @@ def stage_synthesizer(tts, speaker, hooks: dict, release: Callable[[], None]
     gc.collect()
     release()
     try:
-        with ort_session.onnx_session_hooks(**hooks):
-            staged = decoder_pieces.open_pieces(files, chain)
+        staged = decoder_pieces.open_pieces(
+            files, chain, hooks, {**hooks, 'allow_spinning': decoder_spinning})
     except Exception as exc:  # a corrupt cached piece: what ONNX Runtime raises varies
         _LOG.warning('decoding whole segments: cannot open the cut of %s (%s: %s)',
                      source, type(exc).__name__, exc)

@@ -10,9 +10,32 @@ tile its audio exactly.
 from __future__ import annotations
 
 import dataclasses
+import enum
 from typing import Sequence
 
 import numpy as np
+
+
+class Spinning(str, enum.Enum):
+    """Which of a CPU engine's ONNX Runtime sessions let idle threads busy-wait in a run.
+
+    A busy-waiting (spinning) intra-op thread picks up the next operator's work at once;
+    a sleeping one must be woken, which on this 2-core VM cost the first audio of a
+    reply after idle 15-25 ms (BENCHMARKS.md, "Spinning on the way to first audio").
+    Spinning threads stop when their session's run returns
+    (:data:`.ort_session.SPINNING_STOP_KEY`).
+
+    * ``NONE``: no session spins; waiting threads leave their core to the rest of the robot.
+    * ``FIRST_AUDIO``: the sessions on the way to a segment's first audio spin (BERT, the
+      duration predictor and the synthesizer's first stage: about a fifth of its
+      synthesis time); the decoder's windows, many short runs, do not. With whole
+      segments (no cut synthesizer) the synthesizer is one session and spins.
+    * ``ALL``: every session spins.
+    """
+
+    NONE = 'none'
+    FIRST_AUDIO = 'first_audio'
+    ALL = 'all'
 
 
 @dataclasses.dataclass(frozen=True)

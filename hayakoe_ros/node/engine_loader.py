@@ -117,7 +117,7 @@ class EngineLoader:
         Args:
             params: Parameter values by name (``engine``, ``fallback_engine``, ``speaker``,
                 ``device``, ``speaker_source``, ``bert_source``, ``cache_dir``,
-                ``num_threads``, ``allow_spinning``, ``first_window_s``, ``compile``,
+                ``num_threads``, ``spinning``, ``first_window_s``, ``compile``,
                 ``cudnn``).
             voice: Returns the configured voice settings (called once the engine is set).
 
@@ -137,7 +137,7 @@ class EngineLoader:
                 speaker_source=params['speaker_source'], bert_source=params['bert_source'],
                 cache_dir=params['cache_dir'], num_threads=params['num_threads'],
                 compile=params['compile'], cudnn=params['cudnn'],
-                allow_spinning=params['allow_spinning'],
+                spinning=params['spinning'],
                 first_window_s=params['first_window_s'])
         except EngineLoadError as exc:
             cause = str(exc).rstrip('. ')

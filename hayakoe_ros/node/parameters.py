@@ -17,6 +17,7 @@ from typing import Iterable, Optional
 from ..engines import VoiceParams
 from ..speech import QueuePolicy, SchedulerConfig
 from ..engines.phrase_cache import MAX_CACHE_MB
+from ..engines.values import Spinning
 from ..text.segment import FIRST_SEGMENT_MORAE
 from . import param_spec
 from .param_spec import Apply, ParameterSpec
@@ -91,10 +92,14 @@ _SPECS = (
     ParameterSpec('num_threads', 0, 'ONNX Runtime intra-op threads per session (0 = runtime '
                   'default, one per core). On a Pi 4B leave a core to the rest of the '
                   'robot: 3.', Apply.RELOAD, range=(0, 256)),
-    ParameterSpec('allow_spinning', False, 'ONNX Runtime intra-op threads busy-wait between '
-                  'the operators of a run and stop when it returns. true: first audio 16-25 '
-                  'ms sooner here for 2.5-7 % more CPU; false: they sleep, and leave that '
-                  'time to the rest of the robot.', Apply.RELOAD),
+    ParameterSpec('spinning', Spinning.FIRST_AUDIO.value, 'Which ONNX Runtime sessions '
+                  'let idle threads busy-wait between the operators of a run (they stop '
+                  "when it returns): 'none' (all sleep and leave that time to the rest of "
+                  "the robot), 'first_audio' (BERT and the synthesizer's first stage, on "
+                  "the way to a segment's first audio) or 'all' (the decoder's windows "
+                  "too). Here, against 'none': first audio 15 ms sooner for 1.7 % more "
+                  "CPU ('first_audio'), 22 ms for 2.8 % ('all').",
+                  Apply.RELOAD, choices=_choices(Spinning)),
     ParameterSpec('first_window_s', 0.1, "CPU only: the first segment's audio (and, "
                   "with gapless, a later one that would be late whole) is decoded in "
                   'windows, the first this long (s), each later one twice the one '
