@@ -189,7 +189,10 @@ def markdown(a: dict, results: dict) -> str:
     parts += [report.table(rows), '', '### Time to first audio', '',
               'node: text published → first chunk received; stream(): hayakoe '
               '`Speaker.stream()` → first chunk; generate(): the whole text (it returns '
-              'nothing earlier).', '']
+              'nothing earlier). The node keeps the BERT features of its last 4 '
+              'segments, and each text begins with the segment that began the text '
+              'spoken before it, except the 1-sentence text (it follows the 10-sentence '
+              'one): the 3- and 10-sentence rows skip that BERT run (about 50 ms).', '']
     rows = [['text', 'tts_node', 'hayakoe stream()', 'hayakoe generate()']]
     for n in SIZES:
         t = a['ttfa'][n]
