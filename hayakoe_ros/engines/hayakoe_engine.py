@@ -70,11 +70,11 @@ class HayakoeEngine(Engine):
             value or its name: ``'none'``, ``'first_audio'``, ``'all'``); they stop when
             the run returns (:data:`.ort_session.SPINNING_STOP_KEY`), and threads that
             do not spin sleep and leave that time to the rest of the robot. Measured over
-            ROS on this 2-core VM, against ``'none'`` (40 paired one-sentence replies
-            after idle, features computed; BENCHMARKS.md, "Spinning on the way to first
-            audio"): ``'first_audio'`` (the default) first audio 15 ms sooner for 1.7 %
-            more CPU per audio second, ``'all'`` 22 ms sooner for 2.8 %; the decoder's
-            windows, many short runs, are where spinning costs most.
+            ROS on this 2-core VM against ``'none'`` (two runs of 40 paired one-sentence
+            replies after idle, features computed; ``bench/spinning_ros.py``,
+            BENCHMARKS.md, "Spinning on the way to first audio"): ``'first_audio'`` (the
+            default) first audio 6-15 ms sooner, ``'all'`` 19-22 ms, each for 1.7-2.8 %
+            more CPU per audio second.
         first_window_s: CPU only: decode each segment's latent in windows, the first
             this many seconds of audio long (:data:`FIRST_WINDOW_S`, 0.1 s, 9 frames of
             the 44.1 kHz JP-Extra models) and each later one twice the one before

@@ -21,7 +21,7 @@ class Spinning(str, enum.Enum):
 
     A busy-waiting (spinning) intra-op thread picks up the next operator's work at once;
     a sleeping one must be woken, which on this 2-core VM cost the first audio of a
-    reply after idle 15-25 ms (BENCHMARKS.md, "Spinning on the way to first audio").
+    reply after idle 6-25 ms (BENCHMARKS.md, "Spinning on the way to first audio").
     Spinning threads stop when their session's run returns
     (:data:`.ort_session.SPINNING_STOP_KEY`).
 
