@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 from pathlib import Path
-import statistics
 import sys
 import time
 
@@ -33,6 +32,7 @@ if str(REPO) not in sys.path:
 
 from tools.submit import submit_text  # noqa: E402
 
+from bench import report  # noqa: E402
 from bench.raw_worker import SPEAKER, model_root, warm_engine  # noqa: E402
 from tools.texts import load_texts  # noqa: E402
 
@@ -60,9 +60,8 @@ def speak(engine, voice, text: str) -> dict:
     return {'ttfa_s': utt.ttfa_s, 'wall_s': w1 - w0, 'cpu_s': cpu, 'audio_s': utt.audio_s}
 
 
-def _stat(values: list, fmt: str = '{:.3f}') -> str:
-    return (f'{fmt.format(statistics.median(values))} '
-            f'({fmt.format(min(values))}–{fmt.format(max(values))})')
+def _stat(values: list, digits: int = 3) -> str:
+    return report.fmt(report.summary(values), digits=digits)
 
 
 def main(argv=None) -> int:
@@ -114,8 +113,8 @@ def main(argv=None) -> int:
                      for a, b in zip(rs, off)]
             out[f'{n}/{m}_summary'] = {'ttfa_minus_none_ms': dt, 'cpu_over_none': ratio}
             paired = ('' if m == 'none' else
-                      f' {_stat(dt, "{:+.0f}")} | {_stat(ratio)} |')
-            lines.append(f'| {n} sentence{"s" if n > 1 else ""} | {m} | {_stat(ttfa, "{:.0f}")}'
+                      f' {_stat(dt, 0)} | {_stat(ratio)} |')
+            lines.append(f'| {n} sentence{"s" if n > 1 else ""} | {m} | {_stat(ttfa, 0)}'
                          f' | {_stat(cpu)} |' + (paired or ' | |'))
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1), encoding='utf-8')

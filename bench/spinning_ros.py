@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-import statistics
 import sys
 import tempfile
 
@@ -29,25 +28,23 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from bench import report  # noqa: E402
 from bench.node_driver import BenchClient, read_cpu_s  # noqa: E402
 from bench.raw_client import RawWorker  # noqa: E402
-from bench.raw_worker import SPEAKER, VOICE, model_root  # noqa: E402
+from bench.raw_worker import SPEAKER, model_root  # noqa: E402
+from bench.run import hayakoe_params  # noqa: E402
 from bench.texts import benchmark_sentences  # noqa: E402
 from tools.node_process import NodeProcess  # noqa: E402
 
 
-def _stat(values: list, fmt: str = '{:.3f}') -> str:
-    return (f'{fmt.format(statistics.median(values))} '
-            f'({fmt.format(min(values))}–{fmt.format(max(values))})')
+def _stat(values: list, digits: int = 3) -> str:
+    return report.fmt(report.summary(values), digits=digits)
 
 
 def measure(args, modes: list) -> dict:
     """``{mode: [reply, ...], 'raw': [...]}``: ``args.rounds`` rounds of one sentence each."""
     root, speaker = model_root(args.recipe), SPEAKER[args.recipe]
-    uri = f'file://{root}'
-    params = dict(engine='hayakoe', fallback_engine='none', speaker=speaker,
-                  speaker_source=uri, bert_source=uri, num_threads=args.threads,
-                  pacing=False, **VOICE)
+    params = hayakoe_params(root, speaker, args.threads)
     log_dir = Path(tempfile.mkdtemp(prefix='spinning_ros_'))
     raw = RawWorker('hayakoe', log_dir, root, speaker, args.threads)
     nodes = {m: NodeProcess(dict(params, spinning=m), f'/bench_spin_{m}', log_dir=log_dir,
@@ -95,7 +92,7 @@ def table(runs: dict, modes: list) -> list:
 
     for m in modes:
         rs, base = runs[m], runs[modes[0]]
-        cells = [_stat([r['ttfa_s'] * 1000 for r in rs], '{:.0f}'),
+        cells = [_stat([r['ttfa_s'] * 1000 for r in rs], 0),
                  _stat([r['ttfa_s'] / w['compute_s'] for r, w in zip(rs, raw)]),
                  _stat([cpu(r) for r in rs]),
                  _stat([cpu(r) / cpu(w) for r, w in zip(rs, raw)])]
@@ -103,7 +100,7 @@ def table(runs: dict, modes: list) -> list:
             cells += ['', '', '']
         else:
             dt = [(r['ttfa_s'] - b['ttfa_s']) * 1000 for r, b in zip(rs, base)]
-            cells += [_stat(dt, '{:+.0f}'), f'{sum(d < 0 for d in dt)} of {len(dt)}',
+            cells += [_stat(dt, 0), f'{sum(d < 0 for d in dt)} of {len(dt)}',
                       _stat([cpu(r) / cpu(b) for r, b in zip(rs, base)])]
         lines.append(f"| {m} | {' | '.join(cells)} |")
     return lines
