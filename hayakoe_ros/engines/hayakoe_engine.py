@@ -72,9 +72,9 @@ class HayakoeEngine(Engine):
             do not spin sleep and leave that time to the rest of the robot. Measured over
             ROS on this 2-core VM against ``'none'`` (two runs of 40 paired one-sentence
             replies after idle, features computed; ``bench/spinning_ros.py``,
-            BENCHMARKS.md, "Spinning on the way to first audio"): ``'first_audio'`` (the
-            default) first audio 6-15 ms sooner, ``'all'`` 19-22 ms, each for 1.7-2.8 %
-            more CPU per audio second.
+            BENCHMARKS.md, "Spinning on the way to first audio"): ``'first_audio'`` first
+            audio 6-15 ms sooner, ``'all'`` (the default, as ONNX Runtime's own and raw
+            hayakoe's sessions) 19-22 ms, each for 1.7-2.8 % more CPU per audio second.
         first_window_s: CPU only: decode each segment's latent in windows, the first
             this many seconds of audio long (:data:`FIRST_WINDOW_S`, 0.1 s, 9 frames of
             the 44.1 kHz JP-Extra models) and each later one twice the one before
@@ -95,7 +95,7 @@ class HayakoeEngine(Engine):
                  num_threads: int = 0, compile: bool = False, cudnn: bool = False,
                  allocator: memory.AllocatorSettings = memory.NODE_ALLOCATOR,
                  trim: bool = True, optimized_models: bool = True,
-                 spinning: Union[Spinning, str] = Spinning.FIRST_AUDIO,
+                 spinning: Union[Spinning, str] = Spinning.ALL,
                  first_window_s: float = FIRST_WINDOW_S) -> None:
         if first_window_s and not 0 < first_window_s <= windowed_decoder.MAX_FIRST_WINDOW_S:
             raise EngineLoadError(f'first_window_s {first_window_s!r} is out of range: 0 '
