@@ -115,9 +115,13 @@ def measure_hayakoe(args, root: Path, speaker: str, texts: dict, log_dir: Path,
         stream: dict[int, list] = {n: [] for n in SIZES}
         node_run: dict[int, list] = {n: [] for n in SIZES}
         low: dict[str, list] = {'raw': [], 'node': []}
-        for rep in range(args.reps):
-            log(f'repetition {rep + 1}/{args.reps} ({"raw" if rep % 2 == 0 else "node"} first)')
-            for n in SIZES:
+        # The 1-sentence rows (first audio, CPU of a lone reply) swing most between
+        # pairs on a shared machine (CPU node / raw 1.00-1.14 within one run of 5): they
+        # get more pairs, and the longer texts stay at --reps.
+        reps = max(args.reps, args.short_reps)
+        for rep in range(reps):
+            log(f'repetition {rep + 1}/{reps} ({"raw" if rep % 2 == 0 else "node"} first)')
+            for n in (SIZES if rep < args.reps else (1,)):
                 sides = ['raw', 'node'] if rep % 2 == 0 else ['node', 'raw']
                 for side in sides:
                     if side == 'raw':
@@ -264,6 +268,9 @@ def main(argv=None) -> int:
     parser.add_argument('--recipe', default='full', choices=sorted(SPEAKER),
                         help='random-weight model recipe (tiny: a quick smoke run)')
     parser.add_argument('--reps', type=int, default=5, help='alternating repetitions')
+    parser.add_argument('--short-reps', type=int, default=15,
+                        help='alternating repetitions of the 1-sentence text (at least '
+                             '--reps)')
     parser.add_argument('--scaling-reps', type=int, default=3,
                         help='repetitions of the 1-thread runs (thread scaling)')
     parser.add_argument('--cancel-trials', type=int, default=7)
@@ -370,6 +377,7 @@ def main(argv=None) -> int:
         'machine': machine,
         'config': {
             'recipe': args.recipe, 'speaker': speaker, 'reps': args.reps,
+            'short_reps': max(args.reps, args.short_reps),
             'threads': args.threads, 'threads_compared': h['threads'],
             'cancel_trials': args.cancel_trials, 'voice': VOICE,
             'texts': {str(n): t for n, t in texts.items()},

@@ -157,7 +157,8 @@ def markdown(a: dict, results: dict) -> str:
     fmt = report.fmt
     parts = [
         f"Model: random-weight `{cfg['recipe']}` recipe ({cfg['model_note']}), speaker "
-        f"`{cfg['speaker']}`; {cfg['reps']} alternating repetitions, medians with "
+        f"`{cfg['speaker']}`; {cfg['reps']} alternating repetitions (the 1-sentence text "
+        f"{cfg.get('short_reps', cfg['reps'])}), medians with "
         f"(min–max); voice deterministic (noise, noise_w, sdp_ratio 0, Neutral, speed 1); "
         f"ONNX Runtime threads {cfg['threads']} (raw and node alike) unless stated.",
         '',
