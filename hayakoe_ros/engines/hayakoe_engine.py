@@ -70,11 +70,11 @@ class HayakoeEngine(Engine):
             value or its name: ``'none'``, ``'first_audio'``, ``'all'``); they stop when
             the run returns (:data:`.ort_session.SPINNING_STOP_KEY`), and threads that
             do not spin sleep and leave that time to the rest of the robot. Measured over
-            ROS on this 2-core VM against ``'none'`` (two runs of 40 paired one-sentence
+            ROS on this 2-core VM against ``'none'`` (three runs of 40 paired one-sentence
             replies after idle, features computed; ``bench/spinning_ros.py``,
-            BENCHMARKS.md, "Spinning on the way to first audio"): ``'first_audio'`` first
-            audio 6-15 ms sooner, ``'all'`` (the default, as ONNX Runtime's own and raw
-            hayakoe's sessions) 19-22 ms, each for 1.7-2.8 % more CPU per audio second.
+            BENCHMARKS.md, "Spinning: every session by default"): ``'first_audio'`` first
+            audio 6-20 ms sooner, ``'all'`` (the default, as ONNX Runtime's own and raw
+            hayakoe's sessions) 13-22 ms, each for 1.7-4.9 % more CPU per audio second.
         first_window_s: CPU only: decode each segment's latent in windows, the first
             this many seconds of audio long (:data:`FIRST_WINDOW_S`, 0.1 s, 9 frames of
             the 44.1 kHz JP-Extra models) and each later one twice the one before

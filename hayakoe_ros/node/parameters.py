@@ -97,9 +97,9 @@ _SPECS = (
                   "when it returns): 'none' (all sleep and leave that time to the rest of "
                   "the robot), 'first_audio' (BERT and the synthesizer's first stage, on "
                   "the way to a segment's first audio) or 'all' (the decoder's windows "
-                  "too). Here, against 'none' (two runs of 40 paired replies): first audio "
-                  "6-15 ms sooner ('first_audio') or 19-22 ms ('all'), for about 2 % more "
-                  "CPU either way; raw hayakoe's sessions spin too.",
+                  "too). Here, against 'none' (three runs of 40 paired replies): first audio "
+                  "6-20 ms sooner ('first_audio') or 13-22 ms ('all'), for 2-5 % more CPU "
+                  "either way; raw hayakoe's sessions spin too.",
                   Apply.RELOAD, choices=_choices(Spinning)),
     ParameterSpec('first_window_s', 0.1, "CPU only: the first segment's audio (and, "
                   "with gapless, a later one that would be late whole) is decoded in "
