@@ -32,6 +32,11 @@ def fmt(s: dict | None, unit: str = '', scale: float = 1.0, digits: int = 2) -> 
     return f'{med}{unit} ({lo}–{hi})'
 
 
+def fmt_values(values, digits: int = 3) -> str:
+    """``median (min-max)`` of raw ``values``: :func:`fmt` of their :func:`summary`."""
+    return fmt(summary(values), digits=digits)
+
+
 def status(value: float, target: float, higher_is_better: bool) -> str:
     """``met`` or ``MISSED`` for a median against a target."""
     ok = value >= target if higher_is_better else value <= target

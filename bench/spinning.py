@@ -60,9 +60,6 @@ def speak(engine, voice, text: str) -> dict:
     return {'ttfa_s': utt.ttfa_s, 'wall_s': w1 - w0, 'cpu_s': cpu, 'audio_s': utt.audio_s}
 
 
-def _stat(values: list, digits: int = 3) -> str:
-    return report.fmt(report.summary(values), digits=digits)
-
 
 def main(argv=None) -> int:
     """Measure and print the table (and write JSON with ``--json``)."""
@@ -113,9 +110,10 @@ def main(argv=None) -> int:
                      for a, b in zip(rs, off)]
             out[f'{n}/{m}_summary'] = {'ttfa_minus_none_ms': dt, 'cpu_over_none': ratio}
             paired = ('' if m == 'none' else
-                      f' {_stat(dt, 0)} | {_stat(ratio)} |')
-            lines.append(f'| {n} sentence{"s" if n > 1 else ""} | {m} | {_stat(ttfa, 0)}'
-                         f' | {_stat(cpu)} |' + (paired or ' | |'))
+                      f' {report.fmt_values(dt, 0)} | {report.fmt_values(ratio)} |')
+            lines.append(f'| {n} sentence{"s" if n > 1 else ""} | {m} | '
+                         f'{report.fmt_values(ttfa, 0)} | {report.fmt_values(cpu)} |'
+                         + (paired or ' | |'))
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1), encoding='utf-8')
     print('\n'.join(lines))

@@ -37,9 +37,6 @@ from bench.texts import benchmark_sentences  # noqa: E402
 from tools.node_process import NodeProcess  # noqa: E402
 
 
-def _stat(values: list, digits: int = 3) -> str:
-    return report.fmt(report.summary(values), digits=digits)
-
 
 def measure(args, modes: list) -> dict:
     """``{mode: [reply, ...], 'raw': [...]}``: ``args.rounds`` rounds of one sentence each."""
@@ -92,16 +89,16 @@ def table(runs: dict, modes: list) -> list:
 
     for m in modes:
         rs, base = runs[m], runs[modes[0]]
-        cells = [_stat([r['ttfa_s'] * 1000 for r in rs], 0),
-                 _stat([r['ttfa_s'] / w['compute_s'] for r, w in zip(rs, raw)]),
-                 _stat([cpu(r) for r in rs]),
-                 _stat([cpu(r) / cpu(w) for r, w in zip(rs, raw)])]
+        cells = [report.fmt_values([r['ttfa_s'] * 1000 for r in rs], 0),
+                 report.fmt_values([r['ttfa_s'] / w['compute_s'] for r, w in zip(rs, raw)]),
+                 report.fmt_values([cpu(r) for r in rs]),
+                 report.fmt_values([cpu(r) / cpu(w) for r, w in zip(rs, raw)])]
         if m == modes[0]:
             cells += ['', '', '']
         else:
             dt = [(r['ttfa_s'] - b['ttfa_s']) * 1000 for r, b in zip(rs, base)]
-            cells += [_stat(dt, 0), f'{sum(d < 0 for d in dt)} of {len(dt)}',
-                      _stat([cpu(r) / cpu(b) for r, b in zip(rs, base)])]
+            cells += [report.fmt_values(dt, 0), f'{sum(d < 0 for d in dt)} of {len(dt)}',
+                      report.fmt_values([cpu(r) / cpu(b) for r, b in zip(rs, base)])]
         lines.append(f"| {m} | {' | '.join(cells)} |")
     return lines
 
