@@ -5,7 +5,7 @@
 ``python bench/spinning.py [--recipe full] [--threads 2] [--reps 3] [--idle-s 1] [--json F]``
 
 One engine per :class:`~hayakoe_ros.engines.values.Spinning` mode (``none``;
-``first_audio``; ``all``, the node's default) on the same model in this process. The
+``first_audio``, the node's default; ``all``) on the same model in this process. The
 node's speech pipeline (the speech scheduler, pacing off, first_segment_morae 8) speaks the
 benchmark's 1-, 3- and 10-sentence texts on each, rotating which goes first, after
 ``--idle-s`` of idle (a robot's reply comes after silence, when ONNX Runtime's sleeping

@@ -146,9 +146,10 @@ def _assert_spinning_stops_with_the_run(engine) -> None:
         {role: '1' if v == '1' else '' for role, v in spinning.items()}
 
 
-def test_default_spinning_is_every_session_within_its_runs(tiny_engine):
-    # As ONNX Runtime's own default and raw hayakoe's sessions, but stopped between runs.
-    assert _spinning_by_kind(tiny_engine) == {'front': {'1'}, 'decoder': {'1'}}
+def test_default_spinning_is_the_way_to_first_audio_within_its_runs(tiny_engine):
+    # BERT and the first stage spin, the decoder's windows sleep: 'all' bought about 4 ms
+    # of first audio for 0.7 % more CPU over four paired runs (BENCHMARKS.md).
+    assert _spinning_by_kind(tiny_engine) == {'front': {'1'}, 'decoder': {'0'}}
     _assert_spinning_stops_with_the_run(tiny_engine)
 
 

@@ -70,11 +70,12 @@ class HayakoeEngine(Engine):
             value or its name: ``'none'``, ``'first_audio'``, ``'all'``); they stop when
             the run returns (:data:`.ort_session.SPINNING_STOP_KEY`), and threads that
             do not spin sleep and leave that time to the rest of the robot. Measured over
-            ROS on this 2-core VM against ``'none'`` (three runs of 40 paired one-sentence
+            ROS on this 2-core VM against ``'none'`` (four runs of 40 paired one-sentence
             replies after idle, features computed; ``bench/spinning_ros.py``,
-            BENCHMARKS.md, "Spinning: every session by default"): ``'first_audio'`` first
-            audio 6-20 ms sooner, ``'all'`` (the default, as ONNX Runtime's own and raw
-            hayakoe's sessions) 13-22 ms, each for 1.7-4.9 % more CPU per audio second.
+            BENCHMARKS.md, "Spinning: back to the first audio"): ``'first_audio'`` (the
+            default) first audio 6-20 ms sooner for 1.7-4.3 % more CPU per audio second,
+            ``'all'`` (as ONNX Runtime's own default and raw hayakoe's sessions) 13-22 ms
+            for 1.9-4.9 %: on average 4 ms sooner than ``'first_audio'`` for 0.7 % more.
         first_window_s: CPU only: decode each segment's latent in windows, the first
             this many seconds of audio long (:data:`FIRST_WINDOW_S`, 0.1 s, 9 frames of
             the 44.1 kHz JP-Extra models) and each later one twice the one before
@@ -95,7 +96,7 @@ class HayakoeEngine(Engine):
                  num_threads: int = 0, compile: bool = False, cudnn: bool = False,
                  allocator: memory.AllocatorSettings = memory.NODE_ALLOCATOR,
                  trim: bool = True, optimized_models: bool = True,
-                 spinning: Union[Spinning, str] = Spinning.ALL,
+                 spinning: Union[Spinning, str] = Spinning.FIRST_AUDIO,
                  first_window_s: float = FIRST_WINDOW_S) -> None:
         if first_window_s and not 0 < first_window_s <= windowed_decoder.MAX_FIRST_WINDOW_S:
             raise EngineLoadError(f'first_window_s {first_window_s!r} is out of range: 0 '

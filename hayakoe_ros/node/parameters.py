@@ -92,14 +92,14 @@ _SPECS = (
     ParameterSpec('num_threads', 0, 'ONNX Runtime intra-op threads per session (0 = runtime '
                   'default, one per core). On a Pi 4B leave a core to the rest of the '
                   'robot: 3.', Apply.RELOAD, range=(0, 256)),
-    ParameterSpec('spinning', Spinning.ALL.value, 'Which ONNX Runtime sessions '
+    ParameterSpec('spinning', Spinning.FIRST_AUDIO.value, 'Which ONNX Runtime sessions '
                   'let idle threads busy-wait between the operators of a run (they stop '
                   "when it returns): 'none' (all sleep and leave that time to the rest of "
                   "the robot), 'first_audio' (BERT and the synthesizer's first stage, on "
                   "the way to a segment's first audio) or 'all' (the decoder's windows "
-                  "too). Here, against 'none' (three runs of 40 paired replies): first audio "
-                  "6-20 ms sooner ('first_audio') or 13-22 ms ('all'), for 2-5 % more CPU "
-                  "either way; raw hayakoe's sessions spin too.",
+                  "too). Here, against 'none' (four runs of 40 paired replies): first audio "
+                  "6-20 ms sooner ('first_audio', 2-4 % more CPU) or 13-22 ms ('all', "
+                  "2-5 %): on average 'all' gave 4 ms more for 0.7 % more CPU.",
                   Apply.RELOAD, choices=_choices(Spinning)),
     ParameterSpec('first_window_s', 0.1, "CPU only: the first segment's audio (and, "
                   "with gapless, a later one that would be late whole) is decoded in "
