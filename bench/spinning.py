@@ -60,7 +60,6 @@ def speak(engine, voice, text: str) -> dict:
     return {'ttfa_s': utt.ttfa_s, 'wall_s': w1 - w0, 'cpu_s': cpu, 'audio_s': utt.audio_s}
 
 
-
 def main(argv=None) -> int:
     """Measure and print the table (and write JSON with ``--json``)."""
     from hayakoe_ros.engines.values import Spinning

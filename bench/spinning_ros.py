@@ -37,7 +37,6 @@ from bench.texts import benchmark_sentences  # noqa: E402
 from tools.node_process import NodeProcess  # noqa: E402
 
 
-
 def measure(args, modes: list) -> dict:
     """``{mode: [reply, ...], 'raw': [...]}``: ``args.rounds`` rounds of one sentence each."""
     root, speaker = model_root(args.recipe), SPEAKER[args.recipe]
