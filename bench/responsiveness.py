@@ -29,7 +29,7 @@ import re
 import subprocess
 import sys
 
-from bench import report, windowed
+from bench import report, windowed_report
 
 #: Next utterance's first audio after a cancel, at most idle TTFA + this (s).
 CANCEL_NEXT_MARGIN_S = 0.050
@@ -37,7 +37,7 @@ CANCEL_NEXT_MARGIN_S = 0.050
 FIRST_SEGMENT_RATIO = 0.5
 #: Node TTFA / raw generate() of a one-sentence text over ROS, the first segment decoded
 #: in windows (the first window alone before the first audio).
-FIRST_AUDIO_RATIO = windowed.TTFA_RATIO
+FIRST_AUDIO_RATIO = windowed_report.TTFA_RATIO
 #: Phrase-cache hit TTFA, at most (s).
 CACHE_HIT_TTFA_S = 0.020
 #: Underruns per utterance with ``gapless`` on, at most.
@@ -217,7 +217,7 @@ def claims(a: dict) -> list:
                  report.fmt(r), f'≤ {FIRST_AUDIO_RATIO}',
                  report.status(r['median'], FIRST_AUDIO_RATIO, False)])
     if a.get('windowed'):
-        rows += windowed.claims(a['windowed'])
+        rows += windowed_report.claims(a['windowed'])
     if 'first_long_ratio' in a:
         lo, hi = a['first_long_chars']
         r = a['first_long_ratio']
@@ -308,5 +308,5 @@ def markdown(a: dict) -> list:
     for threads, out in sorted(a.get('windowed', {}).items()):
         lines += [f'### First audio: the decoder in windows (bench/windowed.py, {threads} '
                   f'thread{"s" if threads != "1" else ""}, no ROS)', '',
-                  windowed.report(out), '']
+                  windowed_report.report(out), '']
     return lines

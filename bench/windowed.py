@@ -3,7 +3,7 @@
 """First audio with the decoder in windows: exactness, TTFA, first sound, CPU (no ROS).
 
 ``python bench/windowed.py [--recipe full] [--threads 2] [--reps 3] [--ttfa-samples 3]
-[--windows 0.05 0.1 0.2 0.4] [--json FILE]``
+[--windows 0.05 0.1 0.2 0.4] [--cpu-pairs 12] [--json FILE]``
 
 * Exactness: every sentence of the benchmark list and the 3-sentence text, decoded in
   windows (the default first window and 1 frame) against hayakoe's own whole-segment
@@ -19,7 +19,8 @@
   model and on Open JTalk, with the pipeline (trimmed) and the engine's raw output.
 * CPU per audio second: the pipeline (pacing off) on the 1- and 3-sentence texts, this
   process's CPU time (all threads) against the raw worker's (``/proc``), for the default
-  first window and for whole segments.
+  first window and for whole segments; ``--cpu-pairs`` pairs of the 1-sentence text
+  (the order turning round at each), one per repetition of the 3-sentence text.
 * Overlap: decoder time of the first segment's windows against its whole decode (best
   of the repetitions), and that extra as a share of the utterance's decoder time; also
   in multiply-adds, which the machine's load does not change (``bench/decoder_work.py``).
@@ -45,6 +46,7 @@ import numpy as np  # noqa: E402
 
 from bench.decoder_work import overlap  # noqa: E402
 from bench.raw_worker import SPEAKER, model_root, warm_engine  # noqa: E402
+from bench.windowed_report import report  # noqa: E402
 from tools.submit import submit_text  # noqa: E402
 from tools.texts import load_texts  # noqa: E402
 
@@ -151,13 +153,24 @@ def _first_sound_ms(samples: np.ndarray, rate: int) -> float:
     return float(loud[0]) / rate * 1000.0 if loud.size else float('nan')
 
 
-def _med(values) -> float:
-    values = [v for v in values if v == v]
-    return statistics.median(values) if values else float('nan')
+def _cpu_pair(raw, engine, voice, text: str, window: float, cpu: dict, gen=None,
+              reverse: bool = False) -> None:
+    """One pair of CPU seconds per audio second for ``text``, appended to ``cpu``.
 
-
-def _spread(values) -> str:
-    return f'{_med(values):.3f} ({min(values):.3f}-{max(values):.3f})'
+    ``cpu['raw']``: raw ``generate()`` in the worker process (``gen``, when given, is a
+    run of it already made); ``cpu['node']``: the pipeline with the first segment in
+    windows of ``window`` s; ``cpu['off']``: whole segments (pacing off, this process's
+    CPU, all threads). ``reverse`` runs the three in the opposite order.
+    """
+    steps = [('raw', 0.0), ('node', window), ('off', 0.0)]
+    for label, first in reversed(steps) if reverse else steps:
+        if label == 'raw':
+            g = gen if gen is not None else raw.generate(text)
+            cpu['raw'].append(g['cpu_s'] / g['audio_s'])
+        else:
+            engine.set_first_window(first)
+            r = _speak(engine, voice, text, False)
+            cpu[label].append(r['cpu_s'] / r['audio_s'])
 
 
 def exactness(windowed, whole, voice, texts: dict) -> dict:
@@ -189,12 +202,15 @@ def main(argv=None) -> int:
     parser.add_argument('--ttfa-samples', type=int, default=3,
                         help='TTFA runs of each setting per repetition (their median is '
                              "paired with that repetition's raw generate())")
+    parser.add_argument('--cpu-pairs', type=int, default=12,
+                        help='pairs of the 1-sentence CPU rows (at least --reps; the '
+                             '3-sentence rows take --reps)')
     parser.add_argument('--json', default=None)
     parser.add_argument('--model-root', default=None)
     parser.add_argument('--skip-exactness', action='store_true')
     args = parser.parse_args(argv)
-    if args.reps < 1 or args.ttfa_samples < 1:
-        parser.error('--reps and --ttfa-samples must be at least 1')
+    if args.reps < 1 or args.ttfa_samples < 1 or args.cpu_pairs < 1:
+        parser.error('--reps, --ttfa-samples and --cpu-pairs must be at least 1')
     from hayakoe_ros.engines.openjtalk_engine import OpenJTalkEngine
 
     speaker = SPEAKER[args.recipe]
@@ -226,7 +242,7 @@ def main(argv=None) -> int:
         ratio: dict = {k: [] for k in keys}
         runs: dict = {'windows': [], 'whole': []}
         raw_s: list = []
-        cpu: dict = {k: [] for k in ('raw1', 'raw3', 'node1', 'node3', 'off1', 'off3')}
+        cpu: dict = {n: {'raw': [], 'node': [], 'off': []} for n in ('1', '3')}
         for rep in range(args.reps):
             gen = raw.generate(one)
             raw_s.append(gen['compute_s'])
@@ -242,13 +258,8 @@ def main(argv=None) -> int:
             for key in keys:
                 ttfa[key].extend(samples[key])
                 ratio[key].append(statistics.median(samples[key]) / gen['compute_s'])
-            for n, text in (('1', one), ('3', three)):
-                g = gen if n == '1' else raw.generate(text)
-                cpu['raw' + n].append(g['cpu_s'] / g['audio_s'])
-                for label, first in (('node', default_window), ('off', 0.0)):
-                    engine.set_first_window(first)
-                    r = _speak(engine, voice, text, False)
-                    cpu[label + n].append(r['cpu_s'] / r['audio_s'])
+            _cpu_pair(raw, engine, voice, one, default_window, cpu['1'], gen)
+            _cpu_pair(raw, engine, voice, three, default_window, cpu['3'])
             # In real time (pacing on): do the windows keep up? gapless off, then on.
             for label, first in (('windows', default_window), ('whole', 0.0)):
                 engine.set_first_window(first)
@@ -261,8 +272,19 @@ def main(argv=None) -> int:
             engine.set_first_window(default_window)
             print(f'[{time.perf_counter() - t0:.0f} s] rep {rep}: raw {raw_s[-1]:.2f} s',
                   file=sys.stderr, flush=True)
+        # The 1-sentence rows take more pairs than the repetitions: one pair moved by 9 %
+        # between two runs of the same code (1.009 and 1.096 at 05:34 UTC, 2026-12-06,
+        # against a target of 1.031). The order turns round at every pair.
+        for extra in range(max(0, args.cpu_pairs - args.reps)):
+            _cpu_pair(raw, engine, voice, one, default_window, cpu['1'],
+                      reverse=extra % 2 == 0)
+        engine.set_first_window(default_window)
+        print(f'[{time.perf_counter() - t0:.0f} s] {len(cpu["1"]["raw"])} 1-sentence CPU '
+              'pairs', file=sys.stderr, flush=True)
         out.update({'raw_generate_first_s': raw_s, 'ttfa_s': ttfa, 'ttfa_ratio': ratio,
-                    'cpu_per_audio_s': cpu, 'real_time': runs})
+                    'cpu_per_audio_s': {k + n: v for n, row in cpu.items()
+                                        for k, v in row.items()},
+                    'real_time': runs})
         # First sound after the first chunk's stamp (pipeline, pacing off).
         sound: dict = {}
         r = _speak(engine, voice, one, False)
@@ -291,130 +313,5 @@ def main(argv=None) -> int:
     return 0
 
 
-def report(out: dict) -> str:
-    """Markdown tables of one run."""
-    samples = out.get('ttfa_samples', 1)  # results.json of runs before the option: 1
-    lines = [f"threads {out['threads']}, {out['reps']} repetitions ({samples} TTFA run(s) of "
-             f"each setting in each), default first window "
-             f"{out['default_first_window_s']:.3f} s, load {out['load_avg_start'][0]:.1f}-"
-             f"{out['load_avg_end'][0]:.1f}", '']
-    if 'exactness' in out:
-        lines += ['| text | windows (default) | max abs | windows (1 frame) | max abs | '
-                  'same length |', '|---|---|---|---|---|---|']
-        for name, row in out['exactness'].items():
-            d, f = row['default'], row['1 frame']
-            lines.append(f"| {name} | {d['windows']} | {d['max_abs']:.1e} | {f['windows']} "
-                         f"| {f['max_abs']:.1e} | {d['same_length'] and f['same_length']} |")
-        lines.append('')
-    raw = out['raw_generate_first_s']
-    lines += [f'raw generate() of the first sentence: {_spread(raw)} s', '',
-              '| first_segment_morae | first window | node TTFA (s) | node TTFA / raw '
-              'generate() |', '|---|---|---|---|']
-    for key, values in out['ttfa_s'].items():
-        m, w = key.split('/')
-        label = 'whole segments' if float(w) == 0 else f'{float(w):.3f} s'
-        lines.append(f"| {m} | {label} | {_spread(values)} | "
-                     f"{_spread(out['ttfa_ratio'][key])} |")
-    cpu = out['cpu_per_audio_s']
-    lines += ['', '| text | CPU/audio s raw | node (windows) | node (whole) | node/raw '
-              '(windows) | windows/whole |', '|---|---|---|---|---|---|']
-    for n in ('1', '3'):
-        pair = [a / b for a, b in zip(cpu['node' + n], cpu['raw' + n])]
-        own = [a / b for a, b in zip(cpu['node' + n], cpu['off' + n])]
-        lines.append(f"| {n} sentence(s) | {_med(cpu['raw' + n]):.3f} | "
-                     f"{_med(cpu['node' + n]):.3f} | {_med(cpu['off' + n]):.3f} | "
-                     f'{_spread(pair)} | {_spread(own)} |')
-    lines += ['', 'In real time (pacing on), after one utterance on the same scheduler (so that '
-              'it has a rate estimate, as a node that has spoken):', '',
-              '| 3 sentences, pacing on | gapless | underruns | TTFA (s) | start delay (s) |',
-              '|---|---|---|---|---|']
-    for label, rows in out['real_time'].items():
-        for gapless in (False, True):
-            sel = [r for r in rows if r['gapless'] is gapless]
-            lines.append(f"| {label} | {'on' if gapless else 'off'} | "
-                         f"{[r['underruns'] for r in sel]} | "
-                         f"{_spread([r['ttfa_s'] for r in sel])} | "
-                         f"{_spread([r['start_delay_s'] for r in sel])} |")
-    s = out['first_sound']
-    lines += ['', '| voice | first chunk stamp -> first sound (-40 dBFS), pipeline | engine '
-              'output as it comes |', '|---|---|---|']
-    for voice, row in s.items():
-        lines.append(f"| {voice} | {row['pipeline_ms']:.1f} ms | {row['engine_ms']:.1f} ms |")
-    o = out['overlap']
-    lines += ['', f"overlap: first segment {o['frames']} frames in windows {o['windows']}: "
-              f"decoder {o['windows_s']:.3f} s vs {o['whole_s']:.3f} s whole "
-              f"(medians of {o.get('reps', 3)} alternating pairs; "
-              f"{o['extra_of_segment'] * 100:+.1f} % of the segment's, "
-              f"{o['extra_of_utterance'] * 100:+.1f} % of the 1-sentence utterance's "
-              f"decoder time {o['utterance_decoder_s']:.3f} s); multiply-adds "
-              f"{o['work_extra_of_utterance'] * 100:+.2f} % of the utterance's "
-              f"{o['utterance_decoder_gmac']:.1f} G (each window on its own from the "
-              f"latent: {o['work_extra_alone_of_utterance'] * 100:+.2f} %)"]
-    return '\n'.join(lines)
-
-
 if __name__ == '__main__':
     sys.exit(main())
-
-
-#: Targets of the claims (BENCHMARKS.md): exactness (full scale), node TTFA / raw
-#: generate() of the first sentence, first chunk stamp to first sound (s), CPU per
-#: audio second node / raw, and the windows' extra decoder time (share of the
-#: utterance's decoder time).
-EXACT = 1e-4
-TTFA_RATIO = 0.15
-FIRST_SOUND_S = 0.050
-CPU_RATIO = 1.031
-OVERLAP_SHARE = 0.03
-
-
-def claims(runs: dict) -> list:
-    """Claim rows ``[claim, measured, target, status]`` of :func:`main`'s JSON, by threads."""
-    rows = []
-
-    def status(ok: bool) -> str:
-        return 'met' if ok else '**MISSED**'
-
-    for threads, out in sorted(runs.items()):
-        t = f'{threads} thread{"s" if str(threads) != "1" else ""}'
-        if 'exactness' in out:
-            worst = max(max(r['default']['max_abs'], r['1 frame']['max_abs'])
-                        for r in out['exactness'].values())
-            same = all(r['default']['same_length'] and r['1 frame']['same_length']
-                       for r in out['exactness'].values())
-            rows.append([f'windowed decode = whole-segment decode, every benchmark sentence '
-                         f'and the 3-sentence text (max abs, full scale; {t})',
-                         f"{worst:.1e}{', same length' if same else ', LENGTHS DIFFER'}",
-                         f'≤ {EXACT:g}, same length', status(worst <= EXACT and same)])
-        # The node's default first window is a whole number of frames (0.1 s asked,
-        # 0.104 s at 44.1 kHz and 512 per frame): the row is the measured one nearest it.
-        key = min((k for k in out['ttfa_ratio'] if k.startswith('8/') and float(k[2:]) > 0),
-                  key=lambda k: abs(float(k[2:]) - out['default_first_window_s']))
-        ratio = _med(out['ttfa_ratio'][key])
-        rows.append([f'node TTFA / raw generate() of the first sentence (first window '
-                     f'{float(key[2:]):.2f} s, first_segment_morae 8, no ROS; {t}; absolute '
-                     f"TTFA {_med(out['ttfa_s'][key]) * 1000:.0f} ms, whole segments "
-                     f"{_med(out['ttfa_s']['8/0.0']) * 1000:.0f} ms)",
-                     f"{ratio:.2f} ({min(out['ttfa_ratio'][key]):.2f}–"
-                     f"{max(out['ttfa_ratio'][key]):.2f})", f'≤ {TTFA_RATIO}',
-                     status(ratio <= TTFA_RATIO)])
-        cpu = out['cpu_per_audio_s']
-        for n in ('1', '3'):
-            pair = _med([a / b for a, b in zip(cpu['node' + n], cpu['raw' + n])])
-            rows.append([f'CPU s per audio s node / raw, {n} sentence(s), first segment in '
-                         f'windows (no ROS; {t})', f'{pair:.3f}', f'≤ {CPU_RATIO}',
-                         status(pair <= CPU_RATIO)])
-        o = out['overlap']
-        rows.append([f"windows' extra decoder time, share of the 1-sentence utterance's "
-                     f"decoder time ({t}; multiply-adds "
-                     f"{o['work_extra_of_utterance'] * 100:.2f} %)",
-                     f"{o['extra_of_utterance'] * 100:.1f} %",
-                     f'< {OVERLAP_SHARE * 100:.0f} %',
-                     status(o['extra_of_utterance'] < OVERLAP_SHARE)])
-    first = next(iter(sorted(runs.items())))[1].get('first_sound', {})
-    for voice, row in first.items():
-        rows.append([f'first chunk stamp → first sound (-40 dBFS), {voice} voice',
-                     f"{row['pipeline_ms']:.0f} ms (untrimmed: {row['engine_ms']:.0f} ms)",
-                     f'≤ {FIRST_SOUND_S * 1000:.0f} ms',
-                     status(row['pipeline_ms'] <= FIRST_SOUND_S * 1000)])
-    return rows
