@@ -23,7 +23,10 @@ OVERLAP_SHARE = 0.03
 
 
 def claims(runs: dict) -> list:
-    """Claim rows ``[claim, measured, target, status]`` of :func:`main`'s JSON, by threads."""
+    """Claim rows ``[claim, measured, target, status]``, by threads.
+
+    ``runs``: ``{threads: bench/windowed.py's JSON}``.
+    """
     rows = []
 
     def status(ok: bool) -> str:
