@@ -93,7 +93,8 @@ class TTSNode(TeardownNode):
             self, {n: s for n, s in PARAMETERS.items() if n not in owned}, owned)
         self._declared = True
         self._log_handler = (None if engine_source else log_bridge.attach(self.get_logger()))
-        self._run_record = RunRecord.begin(self.get_fully_qualified_name())
+        self._run_record = RunRecord.begin(self.get_fully_qualified_name(),
+                                           self.context.get_domain_id())
         if self._run_record.restarts:
             self.get_logger().warning(
                 f'started again after its process died ({self._run_record.restarts} '

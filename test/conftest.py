@@ -122,8 +122,11 @@ def ros_test_domain():
     ROS_DOMAIN_ID is one that no other run on this machine holds (:mod:`tools.dds_domain`:
     a lock per domain, held for the session), so parallel runs never see each other's
     topics; ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST keeps discovery traffic on this host.
-    Subprocesses the tests start inherit both.  Yields the domain id.
+    Subprocesses the tests start inherit both.  Yields the domain id.  At the end, removes
+    the restart records (:mod:`hayakoe_ros.node.restarts`) that this session's nodes left
+    when a test killed them, so that they do not pile up in the runtime directory.
     """
+    from hayakoe_ros.node.restarts import record_dir
     from tools import dds_domain
 
     saved = {k: os.environ.get(k) for k in ('ROS_DOMAIN_ID', 'ROS_AUTOMATIC_DISCOVERY_RANGE')}
@@ -131,6 +134,8 @@ def ros_test_domain():
     os.environ['ROS_DOMAIN_ID'] = str(domain_id)
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
     yield domain_id
+    for left in Path(record_dir()).glob(f'd{domain_id}_t{os.getpid()}_*.json'):
+        left.unlink(missing_ok=True)
     for key, value in saved.items():
         if value is None:
             os.environ.pop(key, None)

@@ -4,11 +4,12 @@
 
 A process killed by a signal (a crash in a C library, the OOM killer) runs no clean-up,
 and the launch file's ``respawn`` starts a new one that knows nothing of the old. So each
-node keeps a small record while it runs, one file per fully qualified node name under
-``$XDG_RUNTIME_DIR/hayakoe_ros`` (else the temporary directory), holding its pid and the
-restart count: a clean exit removes it, so a record that is still there when the node
-starts, of a process that no longer exists, is a death, and the count goes up by one.
-``ros2 run`` after a clean stop starts from 0 again; a reboot clears the count.
+node keeps a small record while it runs, holding its pid and the restart count: one file
+per ROS domain and fully qualified node name (two nodes of one name on two domains are
+two robots' nodes, not one node started again) under ``$XDG_RUNTIME_DIR/hayakoe_ros``
+(else the temporary directory). A clean exit removes it, so a record that is still there
+when the node starts, of a process that no longer exists, is a death, and the count goes
+up by one. ``ros2 run`` after a clean stop starts from 0 again; a reboot clears the count.
 """
 
 from __future__ import annotations
@@ -58,16 +59,19 @@ class RunRecord:
     path: str = ''
 
     @classmethod
-    def begin(cls, node_name: str, directory: Optional[str] = None) -> 'RunRecord':
+    def begin(cls, node_name: str, domain_id: int = 0,
+              directory: Optional[str] = None) -> 'RunRecord':
         """Read the previous run's record, count a death, and write this run's.
 
         Args:
             node_name: Fully qualified node name (``/ns/tts_node``).
+            domain_id: The node's ROS domain (``ROS_DOMAIN_ID``, 0-232): the record is
+                the domain's and the name's, file ``d<domain>_<name>.json``.
             directory: Where records live (default :func:`record_dir`).
         """
         directory = directory or record_dir()
         name = re.sub(r'[^A-Za-z0-9_.-]', '_', node_name.strip('/')) or 'node'
-        path = os.path.join(directory, f'{name}.json')
+        path = os.path.join(directory, f'd{int(domain_id)}_{name}.json')
         restarts, last_death = 0, None
         try:
             with open(path, encoding='utf-8') as f:
