@@ -122,9 +122,8 @@ def ros_test_domain():
     ROS_DOMAIN_ID is one that no other run on this machine holds (:mod:`tools.dds_domain`:
     a lock per domain, held for the session), so parallel runs never see each other's
     topics; ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST keeps discovery traffic on this host.
-    Subprocesses the tests start inherit both.  Yields the domain id.  At the end, removes
-    the restart records (:mod:`hayakoe_ros.node.restarts`) that this session's nodes left
-    when a test killed them, so that they do not pile up in the runtime directory.
+    Subprocesses the tests start inherit both.  Yields the domain id; at the end removes
+    the restart records (:mod:`hayakoe_ros.node.restarts`) of this session's killed nodes.
     """
     from hayakoe_ros.node.restarts import record_dir
     from tools import dds_domain
@@ -136,11 +135,9 @@ def ros_test_domain():
     yield domain_id
     for left in Path(record_dir()).glob(f'd{domain_id}_t{os.getpid()}_*.json'):
         left.unlink(missing_ok=True)
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    os.environ.update({k: v for k, v in saved.items() if v is not None})
+    for key in (k for k, v in saved.items() if v is None):
+        os.environ.pop(key, None)
 
 
 def model_cache_dir():

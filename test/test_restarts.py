@@ -9,7 +9,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from hayakoe_ros.node.restarts import RunRecord
+
+pytestmark = pytest.mark.unit
 
 
 def _dead_pid() -> int:
