@@ -345,7 +345,10 @@ def run(args, text: str, ros_args: list, stop: Optional[threading.Event] = None,
             text, args.language, args.rate, args.volume, args.timeout)
         audio = np.concatenate(node.chunks) if node.chunks else np.zeros(0, np.int16)
         if status != GoalStatus.STATUS_SUCCEEDED:
-            print(f'say: goal ended with status {status}: {result_text}', file=sys.stderr)
+            name = next((k[len('STATUS_'):] for k, v in vars(GoalStatus).items()
+                         if k.startswith('STATUS_') and v == status), 'UNKNOWN')
+            print(f'say: goal ended {name} (status {status}): {result_text}',
+                  file=sys.stderr)
             return 1
         if not args.no_wav:
             write_wav(args.output, audio, node.sample_rate or 44100)

@@ -43,6 +43,14 @@ def test_say_speaks_ssml_through_the_node_and_reports_success(ros_test_domain, t
             audio = np.frombuffer(w.readframes(w.getnframes()), dtype='<i2')
             sr = w.getframerate()
         assert 1.48 <= _longest_silence_s(audio, sr) <= 1.56
+        # A goal the node refuses: its status by name, the node's reason, exit status 1.
+        bad = subprocess.run(
+            [sys.executable, '-m', 'hayakoe_ros.say', '--action', node.topic('say'),
+             '--no-wav', '--timeout', '60', '<speak>早声です<break time="1500ms">'],
+            capture_output=True, text=True, timeout=120)
+        assert bad.returncode == 1, bad.stderr
+        assert 'say: goal ended ABORTED (status 6): ' in bad.stderr, bad.stderr
+        assert 'SSML' in bad.stderr, bad.stderr
     finally:
         node.stop()
 
