@@ -92,16 +92,40 @@ def test_sub_say_as_and_structure():
     ('<speak><break time="60s"/>はい</speak>', 'longer than 10 s'),
     ('<speak><say-as interpret-as="currency">5</say-as></speak>', 'currency'),
     ('<speak><sub>x</sub></speak>', 'alias'),
+    ('<speak><say-as interpret-as="date">9999/99/99</say-as></speak>',
+     "'9999/99/99' is not a date (month 99, day 99)"),
+    ('<speak><say-as interpret-as="date">2025/2/29</say-as></speak>', 'not a date'),
     ('<speak><prosody rate="9">はい</prosody></speak>', 'outside'),
     ('<speak><prosody pitch="high">はい</prosody></speak>', 'rate'),
     ('<!DOCTYPE speak [<!ENTITY a "aaaa">]><speak>&a;</speak>', 'refused'),
     ('<speak>&lt;&gt;<break time="1s"/></speak>', 'nothing speakable'),
+    # Nested rates multiply (here to 1/8): the product stays within one tag's range.
+    ('<speak>' + '<prosody rate="x-slow">' * 3 + 'あ' + '</prosody>' * 3 + '</speak>',
+     'nested <prosody> rates combine to 0.125, outside 0.25..4'),
+    ('<speak><prosody rate="4"><prosody rate="2">はい</prosody></prosody></speak>',
+     'combine to 8'),
+    # Breaks in a row add up, blanks between them or not; past 10 s it is an error.
+    ('<speak>はい' + '<break time="10s"/>' * 100 + '</speak>', 'add up to 1000 s'),
+    ('<speak>はい<break time="6s"/>\n <break time="6s"/>いいえ</speak>', 'add up to 12 s'),
 ])
 def test_malformed_ssml_is_an_error_naming_the_problem(text, problem):
     with pytest.raises(InputError) as err:
         prepare(text, 2000, 60)
     assert problem in str(err.value)
     assert err.value.code in ('bad_ssml', 'nothing_speakable')
+
+
+def test_breaks_in_a_row_add_up_and_say_as_marks_stay_out_of_the_text():
+    text, segs = prepare('<speak>電話は<say-as interpret-as="telephone">03-1234</say-as>'
+                         '<break time="1s"/>\n  <break time="2s"/>です。</speak>', 2000, 60)
+    assert [(s.text, s.break_s) for s in segs] == [
+        ('電話はゼロサンのイチニーサンヨン', 3.0), ('です。', None)]
+    # A date without a year may be Feb 29; with one, its month has that many days.
+    assert [prepare(f'<speak><say-as interpret-as="date">{d}</say-as></speak>', 99, 60)[0]
+            for d in ('2/29', '2024/2/29', '2026/12')] == [
+        '二月二十九日', '二千二十四年二月二十九日', '二千二十六年十二月']
+    # The cleaned text (a say goal's result) is text: no private-use no-cut marks.
+    assert text == '電話はゼロサンのイチニーサンヨンです。'
 
 
 def test_entity_bombs_are_refused():

@@ -108,9 +108,18 @@ def prepare(text: str, max_chars: int, max_segment_chars: int,
                      'longer ones (text %r)', broken, openjtalk_guard.MAX_KANA_RUN, text[:40])
     if not segments:
         raise InputError('nothing_speakable', f'nothing speakable in {text[:40]!r}')
+    # Breaks in a row add up (SSML has no rule against it); past one break's limit the
+    # sum is a typo or an attack, not a pause: 100 breaks of 10 s fit in 2,000 characters.
+    for seg in segments:
+        if seg.break_s is not None and seg.break_s > ssml.MAX_BREAK_S:
+            raise InputError('bad_ssml', f'malformed SSML: <break>s in a row add up to '
+                             f'{seg.break_s:g} s after {seg.text!r}, more than '
+                             f'{ssml.MAX_BREAK_S:g} s')
     segments[-1] = dataclasses.replace(segments[-1], boundary=Boundary.END)
     segments = wordmarks.annotate(text, is_ssml, outputs, segments)
-    cleaned = ''.join(p.text for p in pieces).strip()
+    # The text the pieces read (a say goal's result): <say-as> readings carry the
+    # front end's no-cut marks, which are not text.
+    cleaned = frontend.strip_marks(''.join(p.text for p in pieces)).strip()
     return cleaned, segments
 
 

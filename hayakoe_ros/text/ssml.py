@@ -14,6 +14,7 @@ an :class:`~.segment.InputError` ``bad_ssml`` that names the problem; tags are n
 
 from __future__ import annotations
 
+import calendar
 import dataclasses
 import re
 from typing import Optional
@@ -126,9 +127,15 @@ def say_as(kind: str, text: str) -> str:
         return keep(('マイナス' if raw.startswith('-') else '') +
                     cardinal(int(raw.lstrip('-').replace(',', ''))))
     if kind == 'date' and len(nums) in (2, 3):
-        parts = [cardinal(int(n)) for n in nums]
         units = ['年', '月', '日'][-len(nums):] if len(nums[0]) < 4 else ['年', '月', '日']
-        return keep(''.join(p + u for p, u in zip(parts, units)))
+        fields = dict(zip(units, (int(n) for n in nums)))
+        month, day = fields.get('月', 1), fields.get('日', 1)
+        # Without a year, a leap one: 2/29 is a date.
+        if not 1 <= month <= 12 or \
+                not 1 <= day <= calendar.monthrange(fields.get('年', 2000), month)[1]:
+            raise _bad(f'<say-as interpret-as="date">: {text!r} is not a date (month '
+                       f'{month}, day {day})')
+        return keep(''.join(cardinal(v) + u for u, v in fields.items()))
     if kind == 'time' and len(nums) in (2, 3):
         h, mi, *sec = [int(n) for n in nums]
         reading = time_reading(h, mi, sec[0] if sec else None)
@@ -172,6 +179,8 @@ def parse(text: str) -> list:
             tag = child.tag
             if tag == 'break':
                 pause = _break_s(child)
+                if len(pieces) > 1 and not pieces[-1].text.strip():
+                    pieces.pop()  # only blanks since the last break: the breaks add up
                 if pieces[-1].text.strip():
                     pieces[-1].pause_after = (pieces[-1].pause_after or 0.0) + pause
             elif tag == 'sub':
@@ -184,7 +193,14 @@ def parse(text: str) -> list:
                     raise _bad('<say-as> needs an interpret-as attribute')
                 add(say_as(kind, ''.join(child.itertext())), rate)
             elif tag == 'prosody':
-                walk(child, rate * _rate(child.get('rate')))
+                # Nested rates multiply; the product must stay in the range one tag may
+                # ask for: ten nested x-slow asked for 1/1024 of the rate, an utterance
+                # of one kana that the engine would have made minutes long.
+                inner = rate * _rate(child.get('rate'))
+                if not RATE_RANGE[0] <= inner <= RATE_RANGE[1]:
+                    raise _bad(f'nested <prosody> rates combine to {inner:.4g}, outside '
+                               f'{RATE_RANGE[0]}..{RATE_RANGE[1]}')
+                walk(child, inner)
             elif tag == 'mark':
                 _check_mark(child)
             elif tag in ('p', 's'):
