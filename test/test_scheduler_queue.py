@@ -121,6 +121,28 @@ def test_max_queue_zero_speaks_only_when_idle_but_may_interrupt(rig):
     assert urgent.wait(T) and urgent.outcome is Outcome.SUCCEEDED
 
 
+def test_a_full_routine_line_never_keeps_an_urgent_text_out(rig):
+    sched, _, engine, _, _ = rig(max_queue=1)
+    engine.hold('一つ目')
+    speaking = submit_text(sched, '一つ目です。', VOICE)
+    assert engine.entered.wait(T)
+    waiting = submit_text(sched, '二つ目です。', VOICE)
+    with pytest.raises(QueueFullError, match='1 utterances waiting'):
+        submit_text(sched, '三つ目です。', VOICE)
+    # The line is full of routine speech; urgent texts still go in, ahead of it, and
+    # only urgent ones count against max_queue for them.
+    first = submit_text(sched, '危ないです。', VOICE, urgent=True)
+    second = submit_text(sched, '止まります。', VOICE, urgent=True)
+    with pytest.raises(QueueFullError, match='2 urgent texts speaking or waiting'):
+        submit_text(sched, '下がります。', VOICE, urgent=True)
+    engine.release()
+    for utt in (speaking, waiting, first, second):
+        assert utt.wait(T) and utt.outcome is Outcome.SUCCEEDED, utt.error
+    # The one cut goes on from its sentence after the urgent ones, then the line.
+    assert engine.calls == ['一つ目です。', '危ないです。', '止まります。', '一つ目です。',
+                            '二つ目です。']
+
+
 def test_queue_policy_accepts_the_strings_and_rejects_others_by_name():
     assert SchedulerConfig(queue_policy='enqueue').validated().queue_policy \
         is QueuePolicy.ENQUEUE

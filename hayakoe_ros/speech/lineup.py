@@ -150,10 +150,13 @@ class Lineup:
         synthesised ahead restarted behind it), except that when ``resume_at(current)``
         gives a segment index the one speaking is not canceled: it is restarted from that
         segment (:meth:`~.utterance.Utterance.restart`) and put right behind ``utt``.
+        Only urgent utterances count against ``max_queue`` here: the routine line, full
+        or not, never keeps an urgent one out (the line may then hold ``max_queue`` of
+        each, and the one suspended).
 
         Args:
             utt: The urgent utterance.
-            max_queue: As :meth:`admit` for ``interrupt``.
+            max_queue: Urgent utterances that may wait behind the urgent one speaking.
             refuse: As :meth:`admit`.
             resume_at: Where the one speaking goes on (called under this lock; it must
                 take no lock of the scheduler's), or None: it is canceled.
@@ -164,14 +167,16 @@ class Lineup:
 
         Raises:
             SchedulerClosedError: after :meth:`close`.
-            QueueFullError: more than ``max_queue`` wait; nothing was dropped.
+            QueueFullError: ``max_queue`` urgent ones wait already; nothing was dropped.
         """
         with self._cv:
             self._check_open_locked(refuse)
-            pending = self._pending_locked()
-            if pending > max_queue:
-                raise QueueFullError(f'queue full: {pending} utterances waiting '
-                                     f'(max_queue={max_queue}); nothing was dropped')
+            # The first unfinished urgent one speaks (or is about to); the rest wait.
+            waiting = sum(1 for u in self._first if not u.done) - 1
+            if waiting >= max_queue:
+                raise QueueFullError(f'queue full: {waiting + 1} urgent texts speaking or '
+                                     f'waiting (max_queue={max_queue} may wait behind the '
+                                     'one speaking); nothing was dropped')
             active = [u for u in self._in_flight if not u.done and not u.halted]
             # Urgent ones taken (speaking, or synthesised ahead) keep their turn: the new
             # one goes after them, not in place of the first.

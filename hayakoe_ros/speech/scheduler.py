@@ -210,7 +210,8 @@ class SpeechScheduler(Publishing, ThreadGuard):
         Raises:
             InputError: no segment (``nothing_speakable``).
             UnknownStyleError: style or speaker id not in the voice.
-            QueueFullError: ``max_queue`` utterances already wait.
+            QueueFullError: ``max_queue`` utterances already wait (``urgent``: urgent
+                ones; the routine line never keeps an urgent one out).
             SchedulerFailedError: an internal thread died (the message names why).
             SchedulerClosedError: after :meth:`shutdown`.
         """
