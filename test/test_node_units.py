@@ -156,3 +156,15 @@ def test_player_node_loads_none_of_the_speech_stack():
     assert not [m for m in loaded if m.startswith(('hayakoe_ros.speech', 'hayakoe_ros.engines',
                                                    'hayakoe.', 'onnxruntime', 'pyopenjtalk',
                                                    'transformers', 'torch', 'e2k'))], loaded
+
+
+@pytest.mark.parametrize('label, message', [
+    ('active', 'the node is stopping: not accepting speech'),  # a shutdown under way
+    ('inactive', 'the node is inactive, not active: not accepting speech'),
+])
+def test_a_node_that_takes_no_speech_says_why_without_contradiction(label, message):
+    import types
+
+    from hayakoe_ros.node.speech_in import _not_active
+
+    assert str(_not_active(types.SimpleNamespace(lifecycle_label=label))) == message

@@ -47,6 +47,16 @@ STREAM_TICK_S = 0.05
 REFUSALS = (InputError, UnknownStyleError, QueueFullError, SchedulerClosedError)
 
 
+def _not_active(node) -> SchedulerClosedError:
+    """Why ``node`` takes no speech now, as the error its callers are given."""
+    label = node.lifecycle_label
+    if label == 'active':
+        # Speech stops before the state machine leaves active (a shutdown, a failed
+        # transition): "active, not active" would read as a contradiction.
+        return SchedulerClosedError('the node is stopping: not accepting speech')
+    return SchedulerClosedError(f'the node is {label}, not active: not accepting speech')
+
+
 class SpeechIn:
     """The node's text subscriptions and the one path from a text to the scheduler.
 
@@ -157,8 +167,7 @@ class SpeechIn:
         node = self._node
         scheduler = node.scheduler
         if not node.active or scheduler is None:
-            raise SchedulerClosedError(f'the node is {node.lifecycle_label}, not active: not '
-                                       'accepting speech')
+            raise _not_active(node)
 
         def done(utt: Utterance) -> None:
             self._marks.end(utt)  # before the goal's result: the caller may act on both
@@ -173,8 +182,7 @@ class SpeechIn:
                volume: float = 1.0, on_done=None, on_chunk=None, **how) -> Utterance:
         """:meth:`prepare` then :meth:`queue` (raises what they raise)."""
         if not self._node.active:
-            raise SchedulerClosedError(f'the node is {self._node.lifecycle_label}, not '
-                                       'active: not accepting speech')
+            raise _not_active(self._node)
         cleaned, segments = self.prepare(text)
         return self.queue(segments, cleaned, text, kind, key, goal_rate, volume, on_done,
                           on_chunk, **how)
