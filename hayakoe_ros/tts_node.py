@@ -44,7 +44,8 @@ from .node import log_bridge
 from .node.audio_out import AudioOut
 from .node.marks_out import MarksOut
 from .node.speech_in import SpeechIn
-from .node.diagnostics import Snapshot, SpeechStats, build_status, rate_values
+from .node.diagnostics import (Snapshot, SpeechStats, build_status, rate_values,
+                               twin_count)
 from .node.engine_loader import EngineLoader, EngineSource
 from .node.restarts import RunRecord
 from .node.status import publish_status
@@ -93,6 +94,7 @@ class TTSNode(TeardownNode):
             self, {n: s for n, s in PARAMETERS.items() if n not in owned}, owned)
         self._declared = True
         self._log_handler = (None if engine_source else log_bridge.attach(self.get_logger()))
+        self._twins = 0  # other nodes of this name on the domain, as last seen
         self._run_record = RunRecord.begin(self.get_fully_qualified_name(),
                                            self.context.get_domain_id())
         if self._run_record.restarts:
@@ -347,6 +349,18 @@ class TTSNode(TeardownNode):
         """Build the node's ``DiagnosticStatus`` (engine, voice, state, queue, RTF...)."""
         loader, sched = self._loader, self._scheduler
         engine = loader.engine
+        twins = twin_count(self)
+        if twins != self._twins:  # said once as it appears (and once as it goes)
+            self._twins = twins
+            name = self.get_fully_qualified_name()
+            if twins:
+                self.get_logger().error(
+                    f'{twins + 1} nodes named {name} run on ROS domain '
+                    f'{self.context.get_domain_id()}: each serves the say action and the '
+                    'text topics, so every text is spoken by each; give one another '
+                    'namespace (-r __ns:=/other) or name')
+            else:
+                self.get_logger().info(f'no other node named {name} any more')
         snap = Snapshot(
             name=f'{self.get_fully_qualified_name()}: speech synthesis',
             hardware_id=engine.device if engine else (
@@ -358,7 +372,7 @@ class TTSNode(TeardownNode):
             queue_depth=sched.queue_depth if sched else 0, stats=self._stats,
             fallback_reason=loader.fallback_reason, engine_error=loader.engine_error,
             pipeline_failure=(sched.failure or '') if sched else '',
-            restarts=self._run_record.restarts,
+            restarts=self._run_record.restarts, twins=twins,
             extra={**loader.diagnostics(), **self._run_record.values(),
                    'loading': self._loading, **offboard_values(self._offboard, sched),
                    **rate_values(sched.rates if sched else None, engine)})

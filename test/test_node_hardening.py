@@ -80,6 +80,30 @@ def test_diagnostics_count_the_restarts_after_the_process_died(ros_client, tmp_p
         assert clean.stop() == 0, clean.log()
 
 
+def test_a_second_node_of_the_same_name_is_an_error_in_the_log_and_diagnostics(ros_client,
+                                                                                 tmp_path):
+    """ROS 2 lets two nodes share a name; then both speak every goal, so both say so."""
+    first = NodeProcess(OJT)
+    second = None
+    try:
+        assert _values(ros_client.diagnostics(first))['nodes_of_this_name'] == '1'
+        second = NodeProcess(OJT, namespace=first.namespace, log_dir=tmp_path)
+        name = first.topic('tts_node')
+        for node in (first, second):
+            node.wait_for_log(f'2 nodes named {name} run on ROS domain', 15)
+        status = ros_client.diagnostics(first)
+        assert status.level == DiagnosticStatus.ERROR, status
+        assert _values(status)['nodes_of_this_name'] == '2'
+        assert 'each speaks every goal and text' in status.message
+        assert second.stop() == 0, second.log()
+        second = None
+        first.wait_for_log(f'no other node named {name} any more', 15)
+    finally:
+        if second is not None:
+            second.stop()
+        assert first.stop() == 0, first.log()
+
+
 def test_a_read_only_home_is_a_clear_error_and_ros_log_dir_fixes_it(read_only_view, tmp_path):
     import os
     import subprocess

@@ -95,6 +95,7 @@ class Snapshot:
         pipeline_failure: Why the speech pipeline stopped ('' while healthy).
         restarts: Times the node came back after its process died
             (:class:`~hayakoe_ros.node.restarts.RunRecord`).
+        twins: Other nodes of this node's name on its domain (:func:`twin_count`).
         extra: More key/values (e.g. from the scheduler), reported as given.
     """
 
@@ -112,7 +113,19 @@ class Snapshot:
     engine_error: str = ''
     pipeline_failure: str = ''
     restarts: int = 0
+    twins: int = 0
     extra: dict = dataclasses.field(default_factory=dict)
+
+
+def twin_count(node) -> int:
+    """Other nodes with ``node``'s name and namespace that its ROS graph knows of.
+
+    ROS 2 does not refuse a second node of one name: both then serve the same goals and
+    topics, and a robot speaks every text twice. Read from the local graph cache (no
+    network call), as discovery has seen it so far.
+    """
+    me = (node.get_name(), node.get_namespace())
+    return max(0, sum(1 for n in node.get_node_names_and_namespaces() if tuple(n) == me) - 1)
 
 
 def rate_values(rates, engine) -> dict:
@@ -142,8 +155,9 @@ def _fmt(value: Optional[float]) -> str:
 def build_status(snap: Snapshot) -> DiagnosticStatus:
     """Build the ``DiagnosticStatus`` of a snapshot.
 
-    Level: ERROR when the engine failed to load or the pipeline failed, WARN while the
-    fallback voice speaks or after the process died and was started again, OK otherwise.
+    Level: ERROR when the engine failed to load, the pipeline failed or another node of
+    this name runs on the domain; WARN while the fallback voice speaks or after the
+    process died and was started again; OK otherwise.
     """
     stats = snap.stats
     values = {
@@ -163,6 +177,7 @@ def build_status(snap: Snapshot) -> DiagnosticStatus:
         'last_start_delay_s': _fmt(stats.last_start_delay_s),
         'last_underruns': '' if stats.last_underruns is None else str(stats.last_underruns),
         'last_error': stats.last_error,
+        'nodes_of_this_name': str(snap.twins + 1),
     }
     values.update({str(k): str(v) for k, v in snap.extra.items()})
     status = DiagnosticStatus(name=snap.name, hardware_id=snap.hardware_id)
@@ -173,6 +188,10 @@ def build_status(snap: Snapshot) -> DiagnosticStatus:
     elif snap.pipeline_failure:
         status.level = DiagnosticStatus.ERROR
         status.message = f'speech pipeline failed: {snap.pipeline_failure}'
+    elif snap.twins:
+        status.level = DiagnosticStatus.ERROR
+        status.message = (f'{snap.twins + 1} nodes of this name on this ROS domain: each '
+                          'speaks every goal and text')
     elif snap.fallback_reason:
         status.level = DiagnosticStatus.WARN
         status.message = f'fallback voice in use: {snap.fallback_reason}'
