@@ -89,6 +89,7 @@ class TTSNode(TeardownNode):
         self._stats = SpeechStats()
         self._scheduler: Optional[SpeechScheduler] = None
         self._declared = False
+        self.add_pre_set_parameters_callback(self._log_invalid_parameters)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._config_errors = declare_all(
             self, {n: s for n, s in PARAMETERS.items() if n not in owned}, owned)
@@ -129,16 +130,28 @@ class TTSNode(TeardownNode):
         return self._loader.adapt_voice(
             voice_params(self._values(VOICE_PARAMETERS, changes), goal_rate))
 
+    def _log_invalid_parameters(self, params) -> list:
+        # rclpy refuses a value outside its descriptor (type, range) before any
+        # on-set callback runs, and tells only the caller: say it in the log here, where
+        # every set passes first. The same check's failures are not logged again below.
+        if self._declared:
+            for p in params:
+                spec = PARAMETERS.get(p.name)
+                error = spec.check(p.value) if spec is not None else None
+                if error:
+                    self.get_logger().warning(f'parameter change rejected: {error}')
+        return params
+
     def _on_set_parameters(self, params) -> SetParametersResult:
         changes = {p.name: p.value for p in params}
         try:
             for name, value in changes.items():
                 spec = PARAMETERS.get(name)
+                error = spec.check(value) if spec is not None else None
+                if error:  # logged by _log_invalid_parameters
+                    return SetParametersResult(successful=False, reason=error)
                 if spec is None:
                     continue
-                error = spec.check(value)
-                if error:
-                    raise ValueError(error)
                 if spec.apply is Apply.RELOAD and self._active:
                     raise ValueError(f"parameter '{name}' applies at the next configure; "
                                      'deactivate the node first (it is active)')

@@ -140,10 +140,16 @@ def test_goal_rate_and_volume(node, ros_client):
     ({'engine': 'openjtalk'}, 'applies at the next configure'),  # the node is active
 ])
 def test_bad_parameter_values_are_rejected_with_a_reason(node, ros_client, values, reason):
+    mark = len(node.log())
     results = set_params(ros_client, node, **values)
     assert not results[0].successful
     assert results[0].reason
     assert reason in results[0].reason
+    # The node's log says it too, once, also where rclpy's own range and type checks
+    # refuse the value before the node's callback runs (rate, volume, chunk).
+    node.wait_for_log('parameter change rejected: ', 10, after=mark)
+    lines = [x for x in node.log()[mark:].splitlines() if 'parameter change rejected' in x]
+    assert len(lines) == 1 and (reason or next(iter(values))) in lines[0], lines
 
 
 def test_speaking_flips_true_then_false_around_an_utterance(node, ros_client):
