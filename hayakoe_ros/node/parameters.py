@@ -165,7 +165,9 @@ _SPECS = (
     ParameterSpec('user_dictionary', '', 'User dictionary file: surface<TAB>katakana reading'
                   '[<TAB>accent type] per line, for both voices (empty: none).', Apply.RELOAD),
     ParameterSpec('chunk', _SCHED.chunk_frames,
-                  'Frames (samples) per audio message.', range=(64, 1048576)),
+                  'Frames (samples) per audio message. A chunk once published is '
+                  'heard whole by listeners other than player_node, so a stop ends within '
+                  'one: at most 65536 (1.4 s at 48 kHz).', range=(64, 65536)),
     ParameterSpec('frame_id', 'tts', 'header.frame_id of audio messages.'),
     ParameterSpec('max_lead_s', _SCHED.max_lead_s,
                   'Publish audio at most this far ahead of playback (s), '
