@@ -171,6 +171,9 @@ class ToneEngine(Engine):
                 raise TimeoutError('ToneEngine.hold was never released')
             if self._token is not None and self._token.canceled:
                 self.aborted.append(text)
+                # A cancel frees the call it cancels, not the hold: the next call with
+                # the held text waits for release() again.
+                self._gate.clear()
                 raise SynthesisCanceledError('tone synthesis canceled')
         if self._fail is not None and self._fail in text:
             raise RuntimeError(f'tone engine failure on {text!r}')

@@ -123,7 +123,7 @@ def test_max_queue_zero_speaks_only_when_idle_but_may_interrupt(rig):
 
 def test_a_full_routine_line_never_keeps_an_urgent_text_out(rig):
     sched, _, engine, _, _ = rig(max_queue=1)
-    engine.hold('一つ目')
+    engine.hold('す')  # every text here: each waits in synthesis until release()
     speaking = submit_text(sched, '一つ目です。', VOICE)
     assert engine.entered.wait(T)
     waiting = submit_text(sched, '二つ目です。', VOICE)
