@@ -51,7 +51,8 @@ from .node.restarts import RunRecord
 from .node.status import publish_status
 from .node.runner import GOALS_END_TIMEOUT_S, RESULT_FLUSH_TIMEOUT_S, run
 from .node.parameters import (PARAMETERS, SCHEDULER_PARAMETERS, VOICE_PARAMETERS, Apply,
-                              declare_all, parameter_table, scheduler_config, voice_params)
+                              before_set, declare_all, parameter_table, scheduler_config,
+                              voice_params)
 from .node.say_action import SayActionServer
 from .node.offboard import OFFBOARD_LIVE, OffboardVoice, offboard_values, offboard_voice
 from .speech import (CancelReason, Outcome, SpeechScheduler, Utterance)
@@ -89,7 +90,7 @@ class TTSNode(TeardownNode):
         self._stats = SpeechStats()
         self._scheduler: Optional[SpeechScheduler] = None
         self._declared = False
-        self.add_pre_set_parameters_callback(self._log_invalid_parameters)
+        self.add_pre_set_parameters_callback(self._before_set_parameters)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._config_errors = declare_all(
             self, {n: s for n, s in PARAMETERS.items() if n not in owned}, owned)
@@ -130,17 +131,9 @@ class TTSNode(TeardownNode):
         return self._loader.adapt_voice(
             voice_params(self._values(VOICE_PARAMETERS, changes), goal_rate))
 
-    def _log_invalid_parameters(self, params) -> list:
-        # rclpy refuses a value outside its descriptor (type, range) before any
-        # on-set callback runs, and tells only the caller: say it in the log here, where
-        # every set passes first. The same check's failures are not logged again below.
-        if self._declared:
-            for p in params:
-                spec = PARAMETERS.get(p.name)
-                error = spec.check(p.value) if spec is not None else None
-                if error:
-                    self.get_logger().warning(f'parameter change rejected: {error}')
-        return params
+    def _before_set_parameters(self, params) -> list:
+        # Start-up values are reported by on_configure, not here.
+        return before_set(params, self.get_logger().warning if self._declared else None)
 
     def _on_set_parameters(self, params) -> SetParametersResult:
         changes = {p.name: p.value for p in params}
@@ -148,7 +141,7 @@ class TTSNode(TeardownNode):
             for name, value in changes.items():
                 spec = PARAMETERS.get(name)
                 error = spec.check(value) if spec is not None else None
-                if error:  # logged by _log_invalid_parameters
+                if error:  # logged by before_set
                     return SetParametersResult(successful=False, reason=error)
                 if spec is None:
                     continue

@@ -10,6 +10,7 @@ from action_msgs.msg import GoalStatus
 from diagnostic_msgs.msg import DiagnosticStatus
 from lifecycle_msgs.msg import State, Transition
 from lifecycle_msgs.srv import GetState
+from rcl_interfaces.msg import ParameterType
 from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -150,6 +151,20 @@ def test_bad_parameter_values_are_rejected_with_a_reason(node, ros_client, value
     node.wait_for_log('parameter change rejected: ', 10, after=mark)
     lines = [x for x in node.log()[mark:].splitlines() if 'parameter change rejected' in x]
     assert len(lines) == 1 and (reason or next(iter(values))) in lines[0], lines
+
+
+def test_an_integer_for_a_double_parameter_is_taken_as_that_double(node, ros_client):
+    # As `ros2 param set /tts_node rate 2` sends it; rclpy alone refuses the type.
+    mark = len(node.log())
+    assert set_params(ros_client, node, rate=2)[0].successful
+    try:
+        params = AsyncParameterClient(ros_client.node, node.topic(node.name))
+        assert params.wait_for_services(timeout_sec=10)
+        got = wait_future(params.get_parameters(['rate']), 10).values[0]
+        assert (got.type, got.double_value) == (ParameterType.PARAMETER_DOUBLE, 2.0)
+    finally:
+        assert set_params(ros_client, node, rate=1.0)[0].successful
+    assert 'parameter change rejected' not in node.log()[mark:]
 
 
 def test_speaking_flips_true_then_false_around_an_utterance(node, ros_client):
