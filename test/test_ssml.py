@@ -95,6 +95,9 @@ def test_sub_say_as_and_structure():
     ('<speak><say-as interpret-as="date">9999/99/99</say-as></speak>',
      "'9999/99/99' is not a date (month 99, day 99)"),
     ('<speak><say-as interpret-as="date">2025/2/29</say-as></speak>', 'not a date'),
+    # What is not a number is an error, not dropped: it read 電話はです。
+    ('<speak>電話は<say-as interpret-as="telephone">abc</say-as>です。</speak>',
+     "cannot read 'abc' as a telephone"),
     ('<speak><prosody rate="9">はい</prosody></speak>', 'outside'),
     ('<speak><prosody pitch="high">はい</prosody></speak>', 'rate'),
     ('<!DOCTYPE speak [<!ENTITY a "aaaa">]><speak>&a;</speak>', 'refused'),
@@ -124,6 +127,13 @@ def test_breaks_in_a_row_add_up_and_say_as_marks_stay_out_of_the_text():
     assert [prepare(f'<speak><say-as interpret-as="date">{d}</say-as></speak>', 99, 60)[0]
             for d in ('2/29', '2024/2/29', '2026/12')] == [
         '二月二十九日', '二千二十四年二月二十九日', '二千二十六年十二月']
+    # A number with Japan's country code is read as dialled in Japan (it lost +81 and the
+    # 0 before); another country code is read out.
+    phone = '<speak><say-as interpret-as="telephone">{}</say-as></speak>'
+    assert [prepare(phone.format(n), 99, 60)[0] for n in (
+        '+81 3 1234 5678', '+81-(0)3-1234-5678', '+1 555 123 4567')] == [
+        'ゼロサンのイチニーサンヨンのゴーロクナナハチ'] * 2 + [
+        'プラスイチのゴーゴーゴーのイチニーサンのヨンゴーロクナナ']
     # The cleaned text (a say goal's result) is text: no private-use no-cut marks.
     assert text == '電話はゼロサンのイチニーサンヨンです。'
 

@@ -210,10 +210,23 @@ def _time(m: re.Match) -> str:
 
 
 def phone_reading(text: str) -> str:
-    """Digit by digit, group by group with の between (``090-1234-5678``)."""
-    text = re.sub(r'^\+81[- ]?|^〒\s*', '', text)
+    """Digit by digit, group by group with の between (``090-1234-5678``).
+
+    Japan's country code is read as a call from within Japan is dialled: ``+81-3-...``
+    and ``+81-(0)3-...`` as ``03-...``. Another country code is read ``プラス`` and its
+    digits (``+1 555 ...``).
+    """
+    text = re.sub(r'^〒\s*', '', text)
+    head = ''
+    country = re.match(r'\+(\d{1,3})[- ]?', text)
+    if country and country.group(1) == '81':
+        rest = re.sub(r'^\(0\)\s*', '0', text[country.end():])
+        text = rest if rest.lstrip('(').startswith('0') else '0' + rest
+    elif country:
+        head = 'プラス' + digits(country.group(1), PHONE_KANA) + 'の'
+        text = text[country.end():]
     groups = [g for g in re.split(r'[-() ]+', text) if g]
-    return 'の'.join(digits(g, PHONE_KANA) for g in groups)
+    return head + 'の'.join(digits(g, PHONE_KANA) for g in groups)
 
 
 def _phone(m: re.Match) -> str:

@@ -121,7 +121,8 @@ def say_as(kind: str, text: str) -> str:
     nums = re.findall(r'\d+', raw)
     if kind == 'digits':
         return keep(digits(''.join(nums), PHONE_KANA))
-    if kind == 'telephone':
+    if kind == 'telephone' and re.fullmatch(r'(?:〒\s*|\+\d{1,3}[- ]?)?[\d\-() ]*\d[\d\-() ]*',
+                                            raw):
         return keep(phone_reading(raw))
     if kind in ('cardinal', 'number') and re.fullmatch(r'-?[\d,]+', raw):
         return keep(('マイナス' if raw.startswith('-') else '') +
