@@ -140,11 +140,11 @@ class TTSNode(TeardownNode):
         try:
             for name, value in changes.items():
                 spec = PARAMETERS.get(name)
-                error = spec.check(value) if spec is not None else None
-                if error:  # logged by before_set
-                    return SetParametersResult(successful=False, reason=error)
                 if spec is None:
                     continue
+                error = spec.check(value)
+                if error:  # logged by before_set
+                    return SetParametersResult(successful=False, reason=error)
                 if spec.apply is Apply.RELOAD and self._active:
                     raise ValueError(f"parameter '{name}' applies at the next configure; "
                                      'deactivate the node first (it is active)')
