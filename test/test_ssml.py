@@ -93,7 +93,21 @@ def test_sub_say_as_and_structure():
     ('<speak><say-as interpret-as="currency">5</say-as></speak>', 'currency'),
     ('<speak><sub>x</sub></speak>', 'alias'),
     ('<speak><say-as interpret-as="date">9999/99/99</say-as></speak>',
-     "'9999/99/99' is not a date (month 99, day 99)"),
+     "'9999/99/99' is not a date (year 9999, month 99, day 99)"),
+    # There is no year 0 (it read ゼロ年一月一日).
+    ('<speak><say-as interpret-as="date">0000/1/1</say-as></speak>', 'year 0,'),
+    # Day and month order is unknown with the year last: ask, do not guess.
+    ('<speak><say-as interpret-as="date">12/06/2026</say-as></speak>',
+     'give format="dmy" or format="mdy"'),
+    ('<speak><say-as interpret-as="date" format="dmy">2026/12/6</say-as></speak>',
+     'not a date (year 6, month 12, day 2026)'),
+    ('<speak><say-as interpret-as="date" format="dmy">1/2</say-as></speak>',
+     'does not have 3 number(s)'),
+    ('<speak><say-as interpret-as="date" format="iso">1/2</say-as></speak>',
+     'use one of ymd, ydm'),
+    ('<speak><say-as interpret-as="digits" format="ymd">12</say-as></speak>',
+     'format is taken by date and time only'),
+    ('<speak><say-as interpret-as="time">25:00</say-as></speak>', "cannot read '25:00'"),
     ('<speak><say-as interpret-as="date">2025/2/29</say-as></speak>', 'not a date'),
     # What is not a number is an error, not dropped: it read 電話はです。
     ('<speak>電話は<say-as interpret-as="telephone">abc</say-as>です。</speak>',
@@ -127,6 +141,18 @@ def test_breaks_in_a_row_add_up_and_say_as_marks_stay_out_of_the_text():
     assert [prepare(f'<speak><say-as interpret-as="date">{d}</say-as></speak>', 99, 60)[0]
             for d in ('2/29', '2024/2/29', '2026/12')] == [
         '二月二十九日', '二千二十四年二月二十九日', '二千二十六年十二月']
+    # A date's fields in the order format gives (Amazon Polly's and Azure's values).
+    date = '<speak><say-as interpret-as="date" format="{}">{}</say-as></speak>'
+    assert [prepare(date.format(f, d), 99, 60)[0] for f, d in (
+        ('dmy', '06/12/2026'), ('mdy', '12/06/2026'), ('yyyymmdd', '20261206'),
+        ('dm', '6/12'), ('y', '2026'), ('d', '31'))] == [
+        '二千二十六年十二月六日'] * 3 + ['十二月六日', '二千二十六年', '三十一日']
+    # A time's own 午前/午後/a.m./p.m. is read, as in plain text (it was dropped).
+    time = '<speak><say-as interpret-as="time"{}>{}</say-as></speak>'
+    assert [prepare(time.format(f, t), 99, 60)[0] for f, t in (
+        ('', '午後2:30'), ('', '4:00pm'), (' format="hms12"', '9:00 a.m.'),
+        (' format="hms24"', '14:30:05'))] == [
+        '午後二時三十分', '午後四時', '午前九時', '十四時三十分五秒']
     # A number with Japan's country code is read as dialled in Japan (it lost +81 and the
     # 0 before); another country code is read out.
     phone = '<speak><say-as interpret-as="telephone">{}</say-as></speak>'

@@ -201,13 +201,27 @@ def time_reading(h: int, mi: int, s: Optional[int] = None, prefix: str = '') -> 
     return out
 
 
-def _time(m: re.Match) -> str:
+def _clock(m: re.Match) -> Optional[str]:
     sec = int(m.group(4)) if m.group(4) else None
     prefix = m.group(1) or ''
     if (prefix and prefix.isascii()) or m.group(5):  # AM9:00, 9:00 a.m., 6:00 PM
         prefix = _AMPM[(prefix or m.group(5))[0].lower()]
-    reading = time_reading(int(m.group(2)), int(m.group(3)), sec, prefix)
+    return time_reading(int(m.group(2)), int(m.group(3)), sec, prefix)
+
+
+def _time(m: re.Match) -> str:
+    reading = _clock(m)
     return m.group(0) if reading is None else keep(reading)
+
+
+def clock_reading(text: str) -> Optional[str]:
+    """The reading of ``text`` when it is one clock time as plain text reads it, else None.
+
+    ``H:MM`` or ``H:MM:SS`` with an optional 午前/午後/AM/PM before or a.m./p.m. after
+    (``午後2:30`` -> ``午後二時三十分``); None for anything else or an impossible time.
+    """
+    m = _TIME_RE.fullmatch(text.strip())
+    return None if m is None else _clock(m)
 
 
 def phone_reading(text: str) -> str:

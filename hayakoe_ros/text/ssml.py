@@ -4,7 +4,8 @@
 
 Supported: ``<speak>`` (root), ``<break time="500ms"/>`` / ``time="1.5s"`` /
 ``strength="..."``, ``<sub alias="...">``, ``<say-as interpret-as="characters|spell-out|
-digits|telephone|date|time|cardinal|number">``, ``<prosody rate="slow|fast|80%|1.2">``,
+digits|telephone|date|time|cardinal|number">`` (``format`` for a date's field order and a
+time's clock), ``<prosody rate="slow|fast|80%|1.2">``,
 ``<p>`` and ``<s>`` (each ends a sentence), ``<mark name="..."/>`` (an empty element
 with a non-empty ``name`` and nothing else; where it is goes to the segment's
 :class:`~.segment.SsmlMark` objects, :mod:`.wordmarks`). Parsed with ``defusedxml`` (the standard
@@ -24,7 +25,7 @@ import defusedxml.ElementTree as SafeET
 from defusedxml import DefusedXmlException
 
 from . import english
-from .frontend import compat_normalize, keep, phone_reading, time_reading
+from .frontend import clock_reading, compat_normalize, keep, phone_reading
 from .numbers import PHONE_KANA, cardinal, digits
 from .segment import InputError
 
@@ -41,6 +42,14 @@ RATE_RANGE = (0.25, 4.0)
 _SSML_START_RE = re.compile(r'\s*(?:<\?xml[^>]*\?>\s*)?(?:<!DOCTYPE[^\[>]*(?:\[.*?\])?\s*>\s*)?'
                             r'<speak[\s>/]', re.S)
 _TIME_RE = re.compile(r'^\s*(\d+(?:\.\d+)?)\s*(ms|s)\s*$')
+#: ``<say-as interpret-as="date" format>`` values: the fields' order (y year, m month,
+#: d day), as Amazon Polly and Azure take them.
+DATE_FORMATS = ('ymd', 'ydm', 'mdy', 'dmy', 'md', 'dm', 'ym', 'my', 'y', 'm', 'd',
+                'yyyymmdd')
+#: ``<say-as interpret-as="time" format>`` values (Azure's).
+TIME_FORMATS = ('hms24', 'hms12')
+_DATE_UNIT = {'y': '年', 'm': '月', 'd': '日'}
+_DATE_FIELD = {'y': 'year', 'm': 'month', 'd': 'day'}
 
 
 @dataclasses.dataclass
@@ -108,13 +117,54 @@ def _check_mark(el) -> None:
                    'it has content')
 
 
-def say_as(kind: str, text: str) -> str:
-    """The reading of ``<say-as interpret-as=kind>text</say-as>`` (kanji/katakana).
+def _date(text: str, raw: str, fmt: Optional[str]) -> str:
+    """``二千二十六年十二月六日`` for a date in ``raw``, its fields in ``fmt``'s order."""
+    if fmt == 'yyyymmdd':
+        nums = [raw[:4], raw[4:6], raw[6:]] if re.fullmatch(r'\d{8}', raw) else []
+        fmt = 'ymd'
+    else:
+        nums = re.findall(r'\d+', raw)
+    if fmt is None:
+        if len(nums) == 3 and len(nums[2]) == 4 and len(nums[0]) < 4:
+            raise _bad(f'<say-as interpret-as="date">: {text!r} has its year last: give '
+                       'format="dmy" or format="mdy" (its day and month could be either '
+                       'way round)')
+        if len(nums) not in (2, 3):
+            raise _bad(f'<say-as interpret-as="date">: cannot read {text!r} as a date')
+        # 12/6 is a month and day, 2026/12 a year and month.
+        fmt = 'ymd'[-len(nums):] if len(nums[0]) < 4 else 'ymd'[:len(nums)]
+    if len(nums) != len(fmt):
+        raise _bad(f'<say-as interpret-as="date" format="{fmt}">: {text!r} does not have '
+                   f'{len(fmt)} number(s)')
+    fields = {unit: int(n) for unit, n in zip(fmt, nums)}
+    year, month, day = fields.get('y', 2000), fields.get('m', 1), fields.get('d', 1)
+    # Without a year, a leap one: 2/29 is a date. There is no year 0 (1 BC comes first).
+    last = calendar.monthrange(year, month)[1] if 1 <= month <= 12 else 0
+    if year < 1 or not 1 <= month <= 12 or not 1 <= day <= (last if 'm' in fields else 31):
+        raise _bad(f'<say-as interpret-as="date">: {text!r} is not a date (' +
+                   ', '.join(f'{_DATE_FIELD[u]} {fields[u]}' for u in 'ymd' if u in fields)
+                   + ')')
+    return ''.join(cardinal(fields[u]) + _DATE_UNIT[u] for u in 'ymd' if u in fields)
+
+
+def say_as(kind: str, text: str, fmt: Optional[str] = None) -> str:
+    """The reading of ``<say-as interpret-as=kind format=fmt>text</say-as>``.
+
+    ``fmt``: for a date the order of its fields (:data:`DATE_FORMATS`, as Amazon Polly
+    and Azure take them; without it ``2026/12/6``, ``12/6`` or ``2026/12``); for a time
+    ``hms24`` or ``hms12`` (the time's own 午前/午後/AM/PM is read either way); no other
+    kind takes one. Returns kanji/katakana.
 
     Raises:
-        InputError: ``bad_ssml`` for an unknown kind or text that is not of that kind.
+        InputError: ``bad_ssml`` for an unknown kind or format, or text that is not of
+            that kind (an impossible date, a year 0).
     """
     raw = compat_normalize(text).strip()
+    formats = {'date': DATE_FORMATS, 'time': TIME_FORMATS}.get(kind, ())
+    if fmt is not None and fmt not in formats:
+        raise _bad(f'<say-as interpret-as="{kind}" format="{fmt}">: ' + (
+            f'use one of {", ".join(formats)}' if formats else
+            'format is taken by date and time only'))
     if kind in ('characters', 'spell-out'):
         return keep(''.join(english.spell(c) if c.isascii() and c.isalpha() else
                             digits(c) if c.isdigit() else c for c in raw))
@@ -127,19 +177,12 @@ def say_as(kind: str, text: str) -> str:
     if kind in ('cardinal', 'number') and re.fullmatch(r'-?[\d,]+', raw):
         return keep(('マイナス' if raw.startswith('-') else '') +
                     cardinal(int(raw.lstrip('-').replace(',', ''))))
-    if kind == 'date' and len(nums) in (2, 3):
-        units = ['年', '月', '日'][-len(nums):] if len(nums[0]) < 4 else ['年', '月', '日']
-        fields = dict(zip(units, (int(n) for n in nums)))
-        month, day = fields.get('月', 1), fields.get('日', 1)
-        # Without a year, a leap one: 2/29 is a date.
-        if not 1 <= month <= 12 or \
-                not 1 <= day <= calendar.monthrange(fields.get('年', 2000), month)[1]:
-            raise _bad(f'<say-as interpret-as="date">: {text!r} is not a date (month '
-                       f'{month}, day {day})')
-        return keep(''.join(cardinal(v) + u for u, v in fields.items()))
-    if kind == 'time' and len(nums) in (2, 3):
-        h, mi, *sec = [int(n) for n in nums]
-        reading = time_reading(h, mi, sec[0] if sec else None)
+    if kind == 'date':
+        return keep(_date(text, raw, fmt))
+    if kind == 'time':
+        # As plain text reads a clock time, 午前/午後 and a.m./p.m. included (they were
+        # dropped: 午後2:30 read 二時三十分).
+        reading = clock_reading(raw)
         if reading:
             return keep(reading)
     if kind not in ('characters', 'spell-out', 'digits', 'telephone', 'cardinal', 'number',
@@ -192,7 +235,7 @@ def parse(text: str) -> list:
                 kind = child.get('interpret-as')
                 if kind is None:
                     raise _bad('<say-as> needs an interpret-as attribute')
-                add(say_as(kind, ''.join(child.itertext())), rate)
+                add(say_as(kind, ''.join(child.itertext()), child.get('format')), rate)
             elif tag == 'prosody':
                 # Nested rates multiply; the product must stay in the range one tag may
                 # ask for: ten nested x-slow asked for 1/1024 of the rate, an utterance
