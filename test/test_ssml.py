@@ -175,3 +175,26 @@ def test_entity_bombs_are_refused():
 def test_plain_text_with_angle_brackets_is_not_ssml():
     _, segs = prepare('温度<30かつ湿度>50なら<送風>する', 2000, 60)
     assert segs[0].text == '温度<三十かつ湿度>五十なら<送風>する'
+
+
+def test_w3c_namespace_and_a_byte_order_mark_are_ssml():
+    """What SSML writers emit: the W3C namespace on <speak>, a file saved with a BOM.
+
+    The namespace was refused ("the root element must be <speak>, not <{...}speak>"), and
+    markup after a BOM was spoken as text (スピーク…ブレークタイムイコール…).
+    """
+    ns = ('<speak xmlns="http://www.w3.org/2001/10/synthesis" version="1.0" '
+          'xml:lang="ja-JP">はい<break time="300ms"/>'
+          '<say-as interpret-as="date">12/6</say-as>です</speak>')
+    text, segs = prepare(ns, 2000, 60)
+    assert [(s.text, s.break_s) for s in segs] == [('はい', 0.3), ('十二月六日です', None)]
+    assert [ns[w.start:w.end] for s in segs for w in s.words] == ['はい', '12/6', 'です']
+    bom = '\ufeff<speak>はい<break time="300ms"/>いいえ</speak>'
+    text, segs = prepare(bom, 2000, 60)
+    assert text == 'はいいいえ'
+    assert [(s.text, s.break_s) for s in segs] == [('はい', 0.3), ('いいえ', None)]
+    assert [bom[w.start:w.end] for s in segs for w in s.words] == ['はい', 'いいえ']
+    # Another namespace's elements are not SSML's: named, refused.
+    with pytest.raises(InputError, match='effect> is not supported'):
+        prepare('<speak xmlns:amazon="urn:x"><amazon:effect>はい</amazon:effect></speak>',
+                2000, 60)

@@ -27,6 +27,7 @@ from defusedxml import DefusedXmlException
 from . import english
 from .frontend import clock_reading, compat_normalize, keep, phone_reading
 from .numbers import PHONE_KANA, cardinal, digits
+from .checks import strip_control
 from .segment import InputError
 
 #: Longest accepted ``<break>`` (s): a longer pause is almost surely a typo (``1000s``).
@@ -42,6 +43,10 @@ RATE_RANGE = (0.25, 4.0)
 _SSML_START_RE = re.compile(r'\s*(?:<\?xml[^>]*\?>\s*)?(?:<!DOCTYPE[^\[>]*(?:\[.*?\])?\s*>\s*)?'
                             r'<speak[\s>/]', re.S)
 _TIME_RE = re.compile(r'^\s*(\d+(?:\.\d+)?)\s*(ms|s)\s*$')
+_SSML_NS = '{http://www.w3.org/2001/10/synthesis}'
+#: Characters :func:`is_ssml` looks at: a DOCTYPE with a long internal subset is refused
+#: by the parser anyway.
+_SNIFF_CHARS = 4096
 #: ``<say-as interpret-as="date" format>`` values: the fields' order (y year, m month,
 #: d day), as Amazon Polly and Azure take them.
 DATE_FORMATS = ('ymd', 'ydm', 'mdy', 'dmy', 'md', 'dm', 'ym', 'my', 'y', 'm', 'd',
@@ -64,10 +69,12 @@ class Piece:
 def is_ssml(text: str) -> bool:
     """True when ``text`` starts with a ``<speak`` tag.
 
-    Whitespace, an XML declaration and a DOCTYPE may come first (the parser then refuses
-    any entity the DOCTYPE declares).
+    Whitespace, a byte-order mark (and any other format character, which the parser's
+    input drops), an XML declaration and a DOCTYPE may come first (the parser then
+    refuses any entity the DOCTYPE declares). A file saved with a BOM was spoken as
+    markup (スピーク…ブレークタイムイコール…).
     """
-    return _SSML_START_RE.match(text) is not None
+    return _SSML_START_RE.match(strip_control(text[:_SNIFF_CHARS])) is not None
 
 
 def _bad(problem: str) -> InputError:
@@ -206,6 +213,11 @@ def parse(text: str) -> list:
     except DefusedXmlException as exc:
         raise _bad(f'{type(exc).__name__}: entity and DTD declarations are refused') \
             from None
+    # The W3C namespace (<speak xmlns="http://www.w3.org/2001/10/synthesis">, as SSML
+    # writers emit it) names the same elements; any other namespace is not supported.
+    for el in root.iter():
+        if isinstance(el.tag, str) and el.tag.startswith(_SSML_NS):
+            el.tag = el.tag[len(_SSML_NS):]
     if root.tag != 'speak':
         raise _bad(f'the root element must be <speak>, not <{root.tag}>')
     pieces = [Piece('')]
