@@ -222,6 +222,33 @@ _SSML_BITS = ['<break time="100ms"/>', '<mark name="m"/>', '<sub alias="エー">
               '<prosody rate="slow">遅く</prosody>']
 
 
+@pytest.mark.parametrize('text', ['1/' * 999 + '1', 'a@' * 999, 'あ1' * 999,
+                                  '、'.join(str(i * 137) for i in range(300))])
+def test_repetitive_text_is_aligned_with_bounded_work(monkeypatch, text):
+    """A short copy between readings over and over, no sentence end (2,000 characters).
+
+    Every match is one character long there, and the matcher searched about as many
+    times as there are characters, over nearly the whole text each time: ``prepare``
+    took 30 s. The work is counted, not timed: characters compared in the searches.
+    """
+    import difflib
+    work = [0]
+    search = difflib.SequenceMatcher.find_longest_match
+
+    def counted(self, alo=0, ahi=None, blo=0, bhi=None):
+        ahi = len(self.a) if ahi is None else ahi
+        bhi = len(self.b) if bhi is None else bhi
+        work[0] += (ahi - alo) * (bhi - blo)
+        return search(self, alo, ahi, blo, bhi)
+
+    monkeypatch.setattr(difflib.SequenceMatcher, 'find_longest_match', counted)
+    segs, words = _words(text)
+    _check(text, segs)
+    assert work[0] < 10 ** 7, work[0]  # about 10**9 without a bound
+    if text.startswith('0、'):  # a list of numbers: each its own word, exactly
+        assert [w.value for w in words] == text.split('、')
+
+
 def _random_text(rng):
     text = ''.join(rng.choice(_ALPHABET) for _ in range(rng.randint(1, 40)))
     if rng.random() < 0.25:
