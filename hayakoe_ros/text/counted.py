@@ -67,7 +67,9 @@ _ZERO_RE = re.compile(r'(?<![\d.,])0(?=時(?!間)|度)')
 # 十分前); written 一〇 the same numeral is split from 分 and read ジュップン everywhere.
 _TEN_MINUTES_RE = re.compile(r'(?<![\d.,])10(?=分(?!の))')
 # A weekday in brackets after a date: 1日(月) ツイタチゲツヨービ, not ツキ.
-_WEEKDAY_PAREN_RE = re.compile(r'(?<=日)\s*[（(]([月火水木金土日])(?:曜日?)?[）)]')
+# After 日, or after a date's reading (12/6(土): 十二月六日 between no-cut marks).
+_WEEKDAY_PAREN_RE = re.compile(r'(?:(?<=日)|(?<=日\ue001))\s*[（(]([月火水木金土日])'
+                               r'(?:曜日?)?[）)]')
 
 
 def fractions(text: str, keep) -> str:

@@ -6,8 +6,9 @@
 addresses, abbreviations and English words into kanji numerals and katakana, which both
 voices (hayakoe, whose own normaliser then leaves them alone, and Open JTalk) read right.
 Order matters and is fixed: Unicode compatibility forms first (NFKC: ㍻ -> 平成,
-full-width digits -> ASCII; Japanese punctuation 、。「」 is kept, and ．～ stay Japanese),
-then URLs and e-mail addresses, user-dictionary Latin words, abbreviations, dates, times,
+full-width digits -> ASCII; Japanese punctuation 、。「」 is kept, and ．～ stay Japanese
+but ． between digits), Markdown's layout marks, then URLs and e-mail addresses, leading
+zeros of counted dates and times, user-dictionary Latin words, abbreviations, dates, times,
 phone numbers, temperatures, ranges, currency, percent and units, signed and plain numbers,
 and English words last.
 
@@ -33,6 +34,14 @@ _MARKS_RE = re.compile('[\ue000\ue001]')
 # would make them ASCII '.' and '~', which mean something else in Latin text).
 _KEEP_WIDTH = {'．': '\ue010', '～': '\ue011', '〜': '\ue011'}
 _RESTORE_WIDTH = {'\ue010': '．', '\ue011': '〜'}
+
+_WIDE_POINT_RE = re.compile(r'(?<=\d)．(?=\d)')
+_CURLY_RE = re.compile(r'(?<=[A-Za-z])[’‘](?=[A-Za-z])')
+
+# Leading zeros that strftime and counters write (03月09日, 10時05分, 第01回) are not
+# read: 03月 was ゼロサンツキ.
+_PADDED_RE = re.compile(r'(?<![\d.,:/-])0(?=\d[月日時分秒])|(?<![\d.,:/-])0(?=0[時分秒])'
+                        r'|(?<=第)0+(?=\d)')
 
 _NUM = r'\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?'
 
@@ -73,16 +82,26 @@ _PHONE_RE = re.compile(r'(?<![\d-])(?:\+81[- ]?)?\(?0\d{1,4}\)?[- ]?\d{1,4}-\d{3
                        r'|(?<![\d-])0[5789]0\d{8}(?![\d-])|〒\s*\d{3}-\d{4}(?!\d)')
 # After times and dates: a range between two kept readings (10:30〜11:00); a hyphen
 # between numbers left after phones and dates (10-20枚); a fraction (5/32).
-_KEPT_RANGE_RE = re.compile(r'(?<=\ue001)\s*[~〜]\s*(?=\ue000|\d)')
-_HYPHEN_RANGE_RE = re.compile(r'(?<=\d)-(?=\d)')
+# A dash is a range too (10:00-18:00, 2020–2025年), as is a hyphen after a percentage or a
+# counted time (10%-20%, 9時-17時: it was マイナス) and before a price ($5-$10).
+_KEPT_RANGE_RE = re.compile(r'(?<=\ue001)((?:\s*[(（][^()（）]{1,4}[)）])?)\s*[~〜\-–—]\s*'
+                            r'(?=\ue000|\d)')
+# 〜 after a reading with no number after it is "from" (受付は10:00〜, 1000円〜: it was
+# silent), and between two kanji words a range (東京〜大阪).
+_KEPT_FROM_RE = re.compile(r'(?<=\ue001)\s*[~〜](?![~〜])'
+                           r'|(?<=[\u4e00-\u9fff])〜(?=[\u4e00-\u9fff])')
+_HYPHEN_RANGE_RE = re.compile(r'(?<=\d)[-–—](?=\d)|(?<=\d[%時分秒日月年])\s?[-–—]\s?(?=\d)'
+                              r'|(?<=\d)\s?[-–—]\s?(?=[¥$€£₩]\d)')
 _FRACTION_RE = re.compile(r'(?<![\d/.])(\d+)/(\d+)(?![\d/])')
 _SPEED_RE = re.compile(r'(時速|秒速)?\s*(%s)\s*(km/h|m/s)(?![A-Za-z0-9])' % r'\d+(?:\.\d+)?')
-_SIGN = r'(?:(?<![A-Za-z0-9.,])[-−])'
+# A minus sign: not after a letter or digit (10-20 is a range, A-1 a name); an en dash
+# is one too where it stands alone before a number (気温は–5℃).
+_SIGN = r'(?:(?<![A-Za-z0-9.,])[-−–])'
 _TEMP_RE = re.compile(r'(%s)?(%s)\s*°\s*([CF])(?![A-Za-z])' % (_SIGN, _NUM))
-_RANGE_RE = re.compile(r'(%s)\s*[~〜]\s*(?=[-−]?\d)' % _NUM)
-_CURRENCY_RE = re.compile(r'([¥$€£₩])\s*(%s)(?:\s*([万億兆]))?' % _NUM)
+_RANGE_RE = re.compile(r'(%s)\s*[~〜]\s*(?=[-−]?\d|\ue000)' % _NUM)
+_CURRENCY_RE = re.compile(r'(%s)?([¥$€£₩])\s*(%s)(?:\s*([万億兆]))?' % (_SIGN, _NUM))
 _CURRENCY = {'¥': '円', '$': 'ドル', '€': 'ユーロ', '£': 'ポンド', '₩': 'ウォン'}
-_PERCENT_RE = re.compile(r'(%s)\s*%%' % _NUM)
+_PERCENT_RE = re.compile(r'(%s)?(%s)\s*%%' % (_SIGN, _NUM))
 
 #: Units read after a number (longest first in the pattern).
 UNITS = {
@@ -96,8 +115,8 @@ UNITS = {
     'ms': 'ミリ秒', 'dB': 'デシベル', 'rpm': 'アールピーエム', 'fps': 'エフピーエス',
     'm2': '平方メートル', 'm²': '平方メートル', 'km2': '平方キロメートル',
 }
-_UNIT_RE = re.compile(r'(%s)\s*(%s)(?![A-Za-z0-9])' % (
-    _NUM, '|'.join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True))))
+_UNIT_RE = re.compile(r'(%s)?(%s)\s*(%s)(?![A-Za-z0-9])' % (
+    _SIGN, _NUM, '|'.join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True))))
 _SIGNED_RE = re.compile(r'%s(%s)' % (_SIGN, _NUM))
 _NUMBER_RE = re.compile(_NUM)
 _JA_SPACE_RE = re.compile(r'(?<=[^\x00-\x7f])[ \u3000]+(?=[^\x00-\x7f])')
@@ -127,7 +146,16 @@ def compat_normalize(text: str) -> str:
     text = chars.before_nfkc(text)
     text = ''.join(_KEEP_WIDTH.get(ch, ch) for ch in text)
     text = unicodedata.normalize('NFKC', text)
-    return chars.fix_kana(''.join(_RESTORE_WIDTH.get(ch, ch) for ch in text))
+    text = ''.join(_RESTORE_WIDTH.get(ch, ch) for ch in text)
+    # Between digits ． is a decimal point (２５．５℃ was read as two sentences), and a
+    # curly apostrophe inside an English word is one (Let’s was レット、エス).
+    text = _WIDE_POINT_RE.sub('.', straight_apostrophes(text))
+    return chars.fix_kana(text)
+
+
+def straight_apostrophes(text: str) -> str:
+    """``text`` with each curly apostrophe inside a Latin word straight (same length)."""
+    return _CURLY_RE.sub("'", text)
 
 
 def host_reading(host: str) -> str:
@@ -264,7 +292,8 @@ def _temp(m: re.Match) -> str:
 
 
 def _currency(m: re.Match) -> str:
-    return keep(number(m.group(2)) + (m.group(3) or '') + _CURRENCY[m.group(1)])
+    return keep(_signed(m.group(1), m.group(3)) + (m.group(4) or '') +
+                _CURRENCY[m.group(2)])
 
 
 #: Digits per group when a long digit string (a code, more than MAX_CARDINAL_DIGITS) is
@@ -320,9 +349,10 @@ def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> 
         and no-cut marks around the readings of numbers, dates, times, URLs.
     """
     text = compat_normalize(text)
-    text = corrections.apply(chars.rewrite(text), userdict.active())
+    text = corrections.apply(chars.rewrite(symbols.markdown(text)), userdict.active())
     text = _URL_RE.sub(_url, text)
     text = _EMAIL_RE.sub(_email, text)
+    text = _PADDED_RE.sub('', text)
     text = _DOMAIN_RE.sub(_url, text)
     if latin_words is not None:
         text = latin_words(text)
@@ -337,7 +367,7 @@ def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> 
     text = _DATE_MD_RE.sub(_date_md, text)
     text = _FRACTION_RE.sub(lambda m: keep(number(m.group(2)) + 'ブンノ' + number(m.group(1))),
                             text)
-    text = _KEPT_RANGE_RE.sub('から', text)
+    text = _KEPT_RANGE_RE.sub(r'\1から', text)
     text = _HYPHEN_RANGE_RE.sub('から', text)
     text = counted.ranges(text)
     text = _SPEED_RE.sub(_speed, text)
@@ -345,12 +375,16 @@ def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> 
     text = symbols.degrees(text, keep)
     text = _RANGE_RE.sub(lambda m: m.group(1) + 'から', text)
     text = _CURRENCY_RE.sub(_currency, text)
-    text = _PERCENT_RE.sub(lambda m: keep(number(m.group(1)) + 'パーセント'), text)
-    text = _UNIT_RE.sub(lambda m: keep(number(m.group(1)) + UNITS[m.group(2)]), text)
+    # A sign before them is read (-3% was サンパーセント: the meaning flipped).
+    text = _PERCENT_RE.sub(lambda m: keep(_signed(m.group(1), m.group(2)) + 'パーセント'),
+                           text)
+    text = _UNIT_RE.sub(lambda m: keep(_signed(m.group(1), m.group(2)) + UNITS[m.group(3)]),
+                        text)
     text = _SIGNED_RE.sub(lambda m: keep('マイナス' + number(m.group(1))), text)
     text = counted.idioms(text, keep)
     text = symbols.operators(text)
     text = _NUMBER_RE.sub(_number, text)
+    text = _KEPT_FROM_RE.sub('から', text)
     text = _ENGLISH_RUN_RE.sub(_english_run, text)
     # Spaces between Japanese characters are not read (hayakoe deletes them; Open JTalk
     # would pause): drop them, keep those next to ASCII.

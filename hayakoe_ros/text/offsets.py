@@ -345,7 +345,7 @@ def _split_english(src: str, text: str, tokens: list, whole: tuple, spans: list)
     word, so that each English word is a word of its own.
     """
     a, b = tokens[0][0], tokens[-1][1]
-    run = src.strip()
+    run = frontend.straight_apostrophes(src.strip())  # as the front end read it
     if ' ' not in run or not frontend.english_run_match(run):
         return [((a, b), whole)]
     lead = len(src) - len(src.lstrip())

@@ -42,7 +42,7 @@ _RANK_RE = re.compile(r'(?<![A-Za-z.])(?:No\.|#)\s*(\d+)(?![\d.])')
 _SHARP_RE = re.compile(r'(?<=[A-Za-z])#')
 _HASHTAG_RE = re.compile(r'(?:(?<=\s)|^)#(?=[^\s\d#])')
 
-_DEGREE_RE = re.compile(r'(%s)\s*°(?!\s*[CF](?![A-Za-z]))' % _NUM)
+_DEGREE_RE = re.compile(r'((?<![A-Za-z0-9.,])[-−–])?(%s)\s*°(?!\s*[CF](?![A-Za-z]))' % _NUM)
 
 _BETWEEN_DIGITS = {'+': 'たす', '−': 'ひく', '×': 'かける', '÷': 'わる'}
 _BETWEEN_RE = re.compile(r'(?<=\d)\s*([+−×÷])\s*(?=\d)')
@@ -110,7 +110,8 @@ def degrees(text: str, keep) -> str:
     """``45°`` -> 四十五度 (an angle; ``°C`` and ``°F`` are temperatures, read before)."""
     if '°' not in text:
         return text
-    return _DEGREE_RE.sub(lambda m: keep(number(m.group(1)) + '度'), text)
+    return _DEGREE_RE.sub(lambda m: keep(('マイナス' if m.group(1) else '') +
+                                         number(m.group(2)) + '度'), text)
 
 
 def operators(text: str) -> str:
@@ -125,3 +126,26 @@ def operators(text: str) -> str:
     text = _COMPARE_RE.sub(lambda m: SYMBOLS[m.group(1)], text)
     text = _TIMES_RE.sub('かける', text)
     return _SYMBOL_RE.sub(lambda m: SYMBOLS[m.group(0)], text)
+
+
+# Markdown that a language model's reply carries: the markers are layout, not words.
+_MD_HEADING_RE = re.compile(r'^[ \t]{0,3}#{1,6}[ \t]+', re.M)
+_MD_BULLET_RE = re.compile(r'^[ \t]*[-*+][ \t]+(?=\S)', re.M)
+_MD_EMPHASIS_RE = re.compile(r'(\*\*|__)(?=\S)(.+?)(?<=\S)\1|`([^`\n]+)`')
+_MD_LINK_RE = re.compile(r'\[([^\]\n]+)\]\((?:https?://|/|\.)[^)\s]*\)')
+
+
+def markdown(text: str) -> str:
+    """Markdown's layout marks removed, their text kept (a reply from a language model).
+
+    ``# 手順`` -> 手順 (it was シャープテジュン), a ``- `` / ``* `` / ``+ `` bullet at a line's
+    start, ``**bold**`` / ``__bold__`` and inline code in backquotes -> their text,
+    ``[text](url)`` -> text. A ``#`` elsewhere (``#1``, ``C#``) and a lone ``*`` stay as they are.
+    """
+    if not any(ch in text for ch in '#*-+_`['):
+        return text
+    text = _MD_HEADING_RE.sub('', text)
+    text = _MD_BULLET_RE.sub('', text)
+    text = _MD_LINK_RE.sub(r'\1', text)
+    return _MD_EMPHASIS_RE.sub(lambda m: m.group(2) if m.group(2) is not None
+                               else m.group(3), text)
