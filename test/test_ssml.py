@@ -108,6 +108,12 @@ def test_sub_say_as_and_structure():
     ('<speak><say-as interpret-as="digits" format="ymd">12</say-as></speak>',
      'format is taken by date and time only'),
     ('<speak><say-as interpret-as="time">25:00</say-as></speak>', "cannot read '25:00'"),
+    # Nothing to read is an error, not silence; a number too long for a cardinal is
+    # bad_ssml naming its length (it was a ValueError echoing every digit).
+    ('<speak>番号は<say-as interpret-as="digits">abc</say-as></speak>',
+     "cannot read 'abc' as digits"),
+    ('<speak><say-as interpret-as="cardinal">' + '9' * 25 + '</say-as></speak>',
+     '25 digits, more than 20'),
     ('<speak><say-as interpret-as="date">2025/2/29</say-as></speak>', 'not a date'),
     # What is not a number is an error, not dropped: it read 電話はです。
     ('<speak>電話は<say-as interpret-as="telephone">abc</say-as>です。</speak>',
@@ -151,8 +157,8 @@ def test_breaks_in_a_row_add_up_and_say_as_marks_stay_out_of_the_text():
     time = '<speak><say-as interpret-as="time"{}>{}</say-as></speak>'
     assert [prepare(time.format(f, t), 99, 60)[0] for f, t in (
         ('', '午後2:30'), ('', '4:00pm'), (' format="hms12"', '9:00 a.m.'),
-        (' format="hms24"', '14:30:05'))] == [
-        '午後二時三十分', '午後四時', '午前九時', '十四時三十分五秒']
+        (' format="hms24"', '14:30:05'), ('', '午後2時30分'))] == [
+        '午後二時三十分', '午後四時', '午前九時', '十四時三十分五秒', '午後二時三十分']
     # A number with Japan's country code is read as dialled in Japan (it lost +81 and the
     # 0 before); another country code is read out.
     phone = '<speak><say-as interpret-as="telephone">{}</say-as></speak>'

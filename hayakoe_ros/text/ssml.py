@@ -25,8 +25,8 @@ import defusedxml.ElementTree as SafeET
 from defusedxml import DefusedXmlException
 
 from . import english
-from .frontend import clock_reading, compat_normalize, keep, phone_reading
-from .numbers import PHONE_KANA, cardinal, digits
+from .frontend import clock_reading, compat_normalize, keep, phone_reading, time_reading
+from .numbers import MAX_CARDINAL_DIGITS, PHONE_KANA, cardinal, digits
 from .checks import strip_control
 from .segment import InputError
 
@@ -53,6 +53,7 @@ DATE_FORMATS = ('ymd', 'ydm', 'mdy', 'dmy', 'md', 'dm', 'ym', 'my', 'y', 'm', 'd
                 'yyyymmdd')
 #: ``<say-as interpret-as="time" format>`` values (Azure's).
 TIME_FORMATS = ('hms24', 'hms12')
+_KANJI_TIME_RE = re.compile(r'(午前|午後)?\s*(\d{1,2})時(?:\s*(\d{1,2})分)?(?:\s*(\d{1,2})秒)?')
 _DATE_UNIT = {'y': '年', 'm': '月', 'd': '日'}
 _DATE_FIELD = {'y': 'year', 'm': 'month', 'd': 'day'}
 
@@ -176,27 +177,35 @@ def say_as(kind: str, text: str, fmt: Optional[str] = None) -> str:
         return keep(''.join(english.spell(c) if c.isascii() and c.isalpha() else
                             digits(c) if c.isdigit() else c for c in raw))
     nums = re.findall(r'\d+', raw)
-    if kind == 'digits':
+    if kind == 'digits' and nums:  # 'abc' was read as nothing
         return keep(digits(''.join(nums), PHONE_KANA))
     if kind == 'telephone' and re.fullmatch(r'(?:〒\s*|\+\d{1,3}[- ]?)?[\d\-() ]*\d[\d\-() ]*',
                                             raw):
         return keep(phone_reading(raw))
     if kind in ('cardinal', 'number') and re.fullmatch(r'-?[\d,]+', raw):
-        return keep(('マイナス' if raw.startswith('-') else '') +
-                    cardinal(int(raw.lstrip('-').replace(',', ''))))
+        value = raw.lstrip('-').replace(',', '').lstrip('0') or '0'
+        if len(value) > MAX_CARDINAL_DIGITS:
+            raise _bad(f'<say-as interpret-as="{kind}">: {len(value)} digits, more than '
+                       f'{MAX_CARDINAL_DIGITS} (interpret-as="digits" reads them one by one)')
+        return keep(('マイナス' if raw.startswith('-') else '') + cardinal(int(value)))
     if kind == 'date':
         return keep(_date(text, raw, fmt))
     if kind == 'time':
         # As plain text reads a clock time, 午前/午後 and a.m./p.m. included (they were
         # dropped: 午後2:30 read 二時三十分).
         reading = clock_reading(raw)
+        m = _KANJI_TIME_RE.fullmatch(raw)
+        if reading is None and m:  # 午後2時30分: its 午後 was dropped too
+            reading = time_reading(int(m.group(2)), int(m.group(3) or 0),
+                                   int(m.group(4)) if m.group(4) else None, m.group(1) or '')
         if reading:
             return keep(reading)
     if kind not in ('characters', 'spell-out', 'digits', 'telephone', 'cardinal', 'number',
                     'date', 'time'):
         raise _bad(f'<say-as interpret-as="{kind}"> is not supported (characters, digits, '
                    'telephone, date, time, cardinal)')
-    raise _bad(f'<say-as interpret-as="{kind}">: cannot read {text!r} as a {kind}')
+    article = '' if kind.endswith('s') else 'a '
+    raise _bad(f'<say-as interpret-as="{kind}">: cannot read {text!r} as {article}{kind}')
 
 
 def parse(text: str) -> list:
