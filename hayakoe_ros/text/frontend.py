@@ -77,7 +77,11 @@ _TIME_RE = re.compile(r'(午前|午後|AM|PM|am|pm)?\s*(?<![\d:])(\d{1,2}):(\d{2
                       r'(?:\s*([AaPp])\.?[Mm]\.?(?![A-Za-z]))?')
 _AMPM = {'a': '午前', 'p': '午後'}
 _PHONE_RE = re.compile(r'(?<![\d-])(?:\+81[- ]?)?\(?0\d{1,4}\)?[- ]?\d{1,4}-\d{3,4}(?![\d-])'
-                       r'|(?<![\d-])\+81[- ]?\(?[1-9]\d{0,3}\)?[- ]?\d{1,4}-\d{3,4}(?![\d-])'
+                       r'|(?<![\d-])\+81[- ]?\(?[1-9]\d{0,3}\)?[- ]?\d{1,4}[- ]\d{3,4}(?![\d-])'
+                       # Groups between blanks (090 1234 5678), another country's code.
+                       r'|(?<![\d-])0\d{1,4} \d{1,4} \d{4}(?![\d-])'
+                       r'|(?<![\d+-])\+(?!81)[1-9]\d{0,2}[- ]\(?\d{1,4}\)?(?:[- ]\d{2,4}){2,3}'
+                       r'(?![\d-])'
                        r'|(?<![\d-])0\d{1,4}-\d{1,4}-\d{3,4}(?![\d-])'
                        r'|(?<![\d-])0[5789]0\d{8}(?![\d-])|〒\s*\d{3}-\d{4}(?!\d)')
 # After times and dates: a range between two kept readings (10:30〜11:00); a hyphen
@@ -119,6 +123,13 @@ _UNIT_RE = re.compile(r'(%s)?(%s)\s*(%s)(?![A-Za-z0-9])' % (
     _SIGN, _NUM, '|'.join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True))))
 _SIGNED_RE = re.compile(r'%s(%s)' % (_SIGN, _NUM))
 _NUMBER_RE = re.compile(_NUM)
+# A ratio or score: a colon with one digit after it is no clock time (3:1, 16:9).
+_RATIO_RE = re.compile(r'(?<![\d:.])(\d{1,3}):(\d)(?![\d:])')
+# After a decimal, counters that Open JTalk reads as after a whole day count: 1.5日 was
+# イッテンゴビ, 1.5分 ゴブン, 1.5歳 ゴトシ.
+_DECIMAL_COUNTER_RE = re.compile(r'(\d+\.\d+)(日|分|歳)(?!間)')
+_DECIMAL_COUNTER = {'日': 'ニチ', '分': 'フン', '歳': 'サイ'}
+_READINGS_SPACE_RE = re.compile(r'(?<=\ue001)[ \u3000]+(?=\ue000)')
 _JA_SPACE_RE = re.compile(r'(?<=[^\x00-\x7f])[ \u3000]+(?=[^\x00-\x7f])')
 _ENGLISH_RUN_RE = re.compile(r'%s(?:[ ]+%s)*' % (english.WORD_RE.pattern,
                                                  english.WORD_RE.pattern))
@@ -362,6 +373,9 @@ def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> 
     text = _DATE_YMD_RE.sub(_date_ymd, text)
     text = symbols.dotted(text, keep)
     text = _TIME_RE.sub(_time, text)
+    text = _RATIO_RE.sub(lambda m: keep(number(m.group(1)) + '対' + number(m.group(2))), text)
+    text = _DECIMAL_COUNTER_RE.sub(
+        lambda m: keep(number(m.group(1)) + _DECIMAL_COUNTER[m.group(2)]), text)
     text = _PHONE_RE.sub(_phone, text)
     text = counted.fractions(text, keep)
     text = _DATE_MD_RE.sub(_date_md, text)
@@ -387,7 +401,8 @@ def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> 
     text = _KEPT_FROM_RE.sub('から', text)
     text = _ENGLISH_RUN_RE.sub(_english_run, text)
     # Spaces between Japanese characters are not read (hayakoe deletes them; Open JTalk
-    # would pause): drop them, keep those next to ASCII.
-    text = _JA_SPACE_RE.sub('', text)
+    # would pause): drop them, keep those next to ASCII. Between two readings a blank
+    # is a pause: 1 2 3 was 一二三, ヒャクニジューサン.
+    text = _JA_SPACE_RE.sub('', _READINGS_SPACE_RE.sub('、', text))
     chars.log_unreadable(text)
     return text
