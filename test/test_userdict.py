@@ -79,6 +79,23 @@ def test_a_byte_order_mark_does_not_hide_the_first_entry(tmp_path):
         userdict.apply(None)
 
 
+def test_entries_with_digits_variant_kanji_and_capitals_are_read(tmp_path):
+    """Entries the front end would have rewritten before the dictionary saw them.
+
+    1号機 was read 一号機 (the number first), 髙橋 was 高橋 by then (and read タカハシ),
+    and hayakoe did not match Hayakoe at a sentence's start.
+    """
+    path = tmp_path / 'robots.tsv'
+    path.write_text('1号機\tイチゴーキ\n髙橋\tコウハシ\nhayakoe\tハヤコエ\n'
+                    'ROS\tロス\n', encoding='utf-8')
+    try:
+        got = reading('1号機と11号機、髙橋さん。Hayakoeです。ROS2とROSA', str(path))
+    finally:
+        userdict.apply(None)
+    assert got == ('イチゴーキトジューイチゴーキ、コウハシサン。ハヤコエデス。'
+                   'ロスニトアールオーエスエー'), got
+
+
 def test_a_missing_file_is_named(tmp_path):
     with pytest.raises(UserDictionaryError, match='cannot read'):
         UserDictionary.load(str(tmp_path / 'none.tsv'))

@@ -15,9 +15,11 @@ File format (UTF-8, one entry a line, fields separated by a TAB or a comma)::
 0 = flat; at most the reading's mora count). Japanese entries go into Open JTalk's MeCab
 dictionary (``pyopenjtalk.mecab_dict_index`` + ``update_global_jtalk_with_user_dict``, as a
 proper noun), which both voices read through. A UTF-8 byte-order mark at the start of the
-file is ignored (Windows editors write one). Entries written in Latin letters are also
-replaced by their reading in the text itself (:meth:`UserDictionary.replace_latin`), because
-hayakoe's normaliser turns English words into katakana before Open JTalk could see them.
+file is ignored (Windows editors write one). Entries with Latin letters or digits are also
+replaced by their reading in the text itself (:meth:`UserDictionary.replace_latin`; letters
+in any case), because the front end and hayakoe's normaliser read numbers and English words
+before Open JTalk could see them. A surface is kept as the front end will see the text
+(:func:`~.frontend.compat_normalize`: ``髙橋`` is ``高橋``, ``１号機`` ``1号機``).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from typing import Optional
 
 _READING_RE = re.compile('^[ァ-ヴー]+$')
 _SMALL = set('ァィゥェォャュョヮ')
-_LATIN_RE = re.compile('[A-Za-z]')
+_LATIN_RE = re.compile('[A-Za-z0-9]')
 #: MeCab left/right context id and cost of a proper noun (名詞,固有名詞,一般) in Open
 #: JTalk's naist-jdic; the cost is the one VOICEVOX (and hayakoe) give priority 8 words.
 _CONTEXT_ID = 1348
@@ -74,6 +76,28 @@ def morae(reading: str) -> int:
     return sum(1 for ch in reading if ch not in _SMALL)
 
 
+def _front_end_form(surface: str) -> str:
+    from .frontend import compat_normalize  # the front end imports this module
+    return compat_normalize(surface)
+
+
+def _bounded(surface: str) -> str:
+    """``surface`` as a pattern that matches it as a whole word.
+
+    No letter or digit continues it where it begins or ends with one (``ROS`` not in
+    ``ROSA``; ``1号機`` not in ``11号機``; ``ROS`` in ``ROS2``, as before digits were
+    allowed).
+    """
+    before = {'a': '(?<![A-Za-z])', 'd': '(?<![0-9.,])'}
+    after = {'a': '(?![A-Za-z])', 'd': '(?![0-9])'}
+
+    def kind(ch: str) -> str:
+        return 'a' if ch.isascii() and ch.isalpha() else 'd' if ch.isascii() and \
+            ch.isdigit() else ''
+    return (before.get(kind(surface[0]), '') + re.escape(surface) +
+            after.get(kind(surface[-1]), ''))
+
+
 def _zenkaku(text: str) -> str:
     # Open JTalk turns half-width ASCII into full width before its dictionary lookup.
     return ''.join(chr(ord(c) + 0xFEE0) if '!' <= c <= '~' else c for c in text)
@@ -89,11 +113,17 @@ class UserDictionary:
     def __init__(self, entries: list, path: str = '') -> None:
         self.entries = list(entries)
         self.path = path
+        # Surfaces with Latin letters or digits: the front end would read those before
+        # Open JTalk's dictionary sees them (1号機 became 一号機), so they are replaced in
+        # the text itself, whole words only, letters in any case (Hayakoe at a
+        # sentence's start), an exact-case entry first.
         latin = sorted((e for e in self.entries if _LATIN_RE.search(e.surface)),
                        key=lambda e: len(e.surface), reverse=True)
         self._latin = {e.surface: e.reading for e in latin}
-        self._latin_re = re.compile('(?<![A-Za-z])(%s)(?![A-Za-z])' % '|'.join(
-            re.escape(e.surface) for e in latin)) if latin else None
+        for e in reversed(latin):
+            self._latin.setdefault(e.surface.lower(), e.reading)
+        self._latin_re = re.compile('|'.join(
+            _bounded(e.surface) for e in latin), re.I) if latin else None
 
     @classmethod
     def load(cls, path: str) -> 'UserDictionary':
@@ -120,7 +150,8 @@ class UserDictionary:
                 raise UserDictionaryError(
                     f'{where}: expected "surface<TAB>reading[<TAB>accent]", got '
                     f'{len(fields)} field(s): {raw!r}')
-            surface, reading = fields[0], fields[1]
+            # As the front end will see the text: 髙橋 is 高橋 by then, １号機 1号機.
+            surface, reading = _front_end_form(fields[0]), fields[1]
             if not surface or re.search(r'\s', surface):
                 raise UserDictionaryError(f'{where}: empty surface or one with spaces')
             if '"' in surface:  # MeCab's CSV quoting: the entry would compile, never match
@@ -152,7 +183,8 @@ class UserDictionary:
         """Replace entries written in Latin letters by their readings (whole words only)."""
         if self._latin_re is None:
             return text
-        return self._latin_re.sub(lambda m: self._latin[m.group(1)], text)
+        return self._latin_re.sub(
+            lambda m: self._latin.get(m.group(0)) or self._latin[m.group(0).lower()], text)
 
     def mecab_csv(self) -> str:
         """The entries as MeCab (naist-jdic) CSV lines for ``mecab_dict_index``."""
