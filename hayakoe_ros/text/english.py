@@ -47,6 +47,32 @@ COMMON = {'are': 'アー', 'today': 'トゥデイ', 'an': 'アン', 'is': 'イ�
           "i'm": 'アイム', "it's": 'イッツ', "don't": 'ドント', "can't": 'キャント',
           'python': 'パイソン', 'github': 'ギットハブ'}
 
+#: Names and terms a robot's replies carry that no rule reads right, as written (case
+#: and hyphen included); a user dictionary entry wins over them. ChatGPT was チャットプト,
+#: OpenAI オペナイ, IoT イオット, Wi-Fi ウィ・ファイ, JSON spelled out, Toyota トイオタ.
+TERMS = {'ChatGPT': 'チャットジーピーティー', 'OpenAI': 'オープンエーアイ',
+         'IoT': 'アイオーティー', 'Wi-Fi': 'ワイファイ', 'WiFi': 'ワイファイ',
+         'JSON': 'ジェイソン', 'SLAM': 'スラム', 'SIM': 'シム', 'LiDAR': 'ライダー',
+         'USB-C': 'ユーエスビーシー', 'Raspberry Pi': 'ラズベリーパイ',
+         'localhost': 'ローカルホスト', 'Toyota': 'トヨタ', 'Honda': 'ホンダ',
+         'Sony': 'ソニー', 'YouTube': 'ユーチューブ', 'iPhone': 'アイフォーン',
+         'Android': 'アンドロイド', 'Bluetooth': 'ブルートゥース', 'macOS': 'マックオーエス'}
+#: English ordinals 1st-10th (1st アルバム, as said in Japanese).
+ORDINALS = {'1st': 'ファースト', '2nd': 'セカンド', '3rd': 'サード', '4th': 'フォース',
+            '5th': 'フィフス', '6th': 'シックス', '7th': 'セブンス', '8th': 'エイス',
+            '9th': 'ナインス', '10th': 'テンス'}
+_TERMS_RE = re.compile(r'(?<![A-Za-z0-9])(%s)(?![A-Za-z0-9])' % '|'.join(
+    re.escape(t) for t in sorted({**TERMS, **ORDINALS}, key=len, reverse=True)))
+
+
+def terms(text: str, keep) -> str:
+    """Replace :data:`TERMS` and :data:`ORDINALS` with their readings (whole words)."""
+    if not any(ch.isascii() and ch.isalnum() for ch in text):
+        return text
+    return _TERMS_RE.sub(lambda m: keep(TERMS.get(m.group(1)) or ORDINALS[m.group(1)]),
+                         text)
+
+
 _E2K_LOCK = threading.Lock()
 _E2K = None
 

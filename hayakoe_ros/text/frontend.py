@@ -36,6 +36,9 @@ _KEEP_WIDTH = {'．': '\ue010', '～': '\ue011', '〜': '\ue011'}
 _RESTORE_WIDTH = {'\ue010': '．', '\ue011': '〜'}
 
 _WIDE_POINT_RE = re.compile(r'(?<=\d)．(?=\d)')
+# Latin letters with diacritics (café, Pokémon): their base letter, which the English
+# readings know (é was dropped: カフ).
+_ACCENTED_RE = re.compile('[\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f]')
 _CURLY_RE = re.compile(r'(?<=[A-Za-z])[’‘](?=[A-Za-z])')
 
 # Leading zeros that strftime and counters write (03月09日, 10時05分, 第01回) are not
@@ -129,7 +132,8 @@ _RATIO_RE = re.compile(r'(?<![\d:.])(\d{1,3}):(\d)(?![\d:])')
 # イッテンゴビ, 1.5分 ゴブン, 1.5歳 ゴトシ.
 _DECIMAL_COUNTER_RE = re.compile(r'(\d+\.\d+)(日|分|歳)(?!間)')
 _DECIMAL_COUNTER = {'日': 'ニチ', '分': 'フン', '歳': 'サイ'}
-_READINGS_SPACE_RE = re.compile(r'(?<=\ue001)[ \u3000]+(?=\ue000)')
+# Numbers between blanks are a list, read with a pause: 1 2 3 was 一二三, ヒャクニジューサン.
+_NUMBERS_SPACE_RE = re.compile(r'(?<=\d)[ \u3000]+(?=\d)')
 _JA_SPACE_RE = re.compile(r'(?<=[^\x00-\x7f])[ \u3000]+(?=[^\x00-\x7f])')
 _ENGLISH_RUN_RE = re.compile(r'%s(?:[ ]+%s)*' % (english.WORD_RE.pattern,
                                                  english.WORD_RE.pattern))
@@ -160,8 +164,14 @@ def compat_normalize(text: str) -> str:
     text = ''.join(_RESTORE_WIDTH.get(ch, ch) for ch in text)
     # Between digits ． is a decimal point (２５．５℃ was read as two sentences), and a
     # curly apostrophe inside an English word is one (Let’s was レット、エス).
-    text = _WIDE_POINT_RE.sub('.', straight_apostrophes(text))
+    text = _WIDE_POINT_RE.sub('.', straight_apostrophes(_ACCENTED_RE.sub(_plain_latin, text)))
     return chars.fix_kana(text)
+
+
+def _plain_latin(m: re.Match) -> str:
+    base = ''.join(c for c in unicodedata.normalize('NFD', m.group(0))
+                   if not unicodedata.combining(c))
+    return base if len(base) == 1 and base.isascii() else m.group(0)
 
 
 def straight_apostrophes(text: str) -> str:
@@ -369,6 +379,7 @@ def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> 
         text = latin_words(text)
     text = symbols.idioms(text)
     text = _ABBREV_RE.sub(lambda m: ABBREVIATIONS[m.group(1)], text)
+    text = english.terms(text, keep)
     text = symbols.equations(text)
     text = _DATE_YMD_RE.sub(_date_ymd, text)
     text = symbols.dotted(text, keep)
@@ -394,6 +405,7 @@ def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> 
                            text)
     text = _UNIT_RE.sub(lambda m: keep(_signed(m.group(1), m.group(2)) + UNITS[m.group(3)]),
                         text)
+    text = _NUMBERS_SPACE_RE.sub('、', text)
     text = _SIGNED_RE.sub(lambda m: keep('マイナス' + number(m.group(1))), text)
     text = counted.idioms(text, keep)
     text = symbols.operators(text)
@@ -401,8 +413,7 @@ def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> 
     text = _KEPT_FROM_RE.sub('から', text)
     text = _ENGLISH_RUN_RE.sub(_english_run, text)
     # Spaces between Japanese characters are not read (hayakoe deletes them; Open JTalk
-    # would pause): drop them, keep those next to ASCII. Between two readings a blank
-    # is a pause: 1 2 3 was 一二三, ヒャクニジューサン.
-    text = _JA_SPACE_RE.sub('', _READINGS_SPACE_RE.sub('、', text))
+    # would pause): drop them, keep those next to ASCII.
+    text = _JA_SPACE_RE.sub('', text)
     chars.log_unreadable(text)
     return text
