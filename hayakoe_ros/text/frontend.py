@@ -23,8 +23,8 @@ import re
 import unicodedata
 from typing import Callable, Optional
 
-from . import chars, corrections, counted, english, symbols, userdict
-from .numbers import MAX_CARDINAL_DIGITS, PHONE_KANA, cardinal, digits, number
+from . import chars, corrections, counted, english, phones, symbols, userdict
+from .numbers import MAX_CARDINAL_DIGITS, cardinal, digits, number
 
 KEEP_OPEN = '\ue000'
 KEEP_CLOSE = '\ue001'
@@ -74,19 +74,15 @@ _ABBREV_RE = re.compile(r'(?<![A-Za-z.])(%s)' % '|'.join(
     re.escape(a) for a in sorted(ABBREVIATIONS, key=len, reverse=True)))
 
 _DATE_YMD_RE = re.compile(r'(?<![\d/.-])(\d{4})([/.-])(\d{1,2})\2(\d{1,2})(?![\d/.-])')
+# A year and month (2026/12: it was read as the fraction 12分の2026).
+_DATE_YM_RE = re.compile(r'(?<![\d/.-])((?:19|20)\d\d)/(1[0-2]|0?[1-9])(?![\d/])')
+# Floors as signs write them: 3F 三階, B1F 地下一階 (they were サンエフ, ビーイチエフ).
+_FLOOR_RE = re.compile(r'(?<![A-Za-z0-9.])(B)?(\d{1,3})F(?![A-Za-z0-9])')
 _DATE_MD_RE = re.compile(r'(?<![\d/.:-])(\d{1,2})/(\d{1,2})(?![\d/])')
 _TIME_RE = re.compile(r'(午前|午後|AM|PM|am|pm)?\s*(?<![\d:])(\d{1,2}):(\d{2})'
                       r'(?::(\d{2}))?(?![\d:])'
                       r'(?:\s*([AaPp])\.?[Mm]\.?(?![A-Za-z]))?')
 _AMPM = {'a': '午前', 'p': '午後'}
-_PHONE_RE = re.compile(r'(?<![\d-])(?:\+81[- ]?)?\(?0\d{1,4}\)?[- ]?\d{1,4}-\d{3,4}(?![\d-])'
-                       r'|(?<![\d-])\+81[- ]?\(?[1-9]\d{0,3}\)?[- ]?\d{1,4}[- ]\d{3,4}(?![\d-])'
-                       # Groups between blanks (090 1234 5678), another country's code.
-                       r'|(?<![\d-])0\d{1,4} \d{1,4} \d{4}(?![\d-])'
-                       r'|(?<![\d+-])\+(?!81)[1-9]\d{0,2}[- ]\(?\d{1,4}\)?(?:[- ]\d{2,4}){2,3}'
-                       r'(?![\d-])'
-                       r'|(?<![\d-])0\d{1,4}-\d{1,4}-\d{3,4}(?![\d-])'
-                       r'|(?<![\d-])0[5789]0\d{8}(?![\d-])|〒\s*\d{3}-\d{4}(?!\d)')
 # After times and dates: a range between two kept readings (10:30〜11:00); a hyphen
 # between numbers left after phones and dates (10-20枚); a fraction (5/32).
 # A dash is a range too (10:00-18:00, 2020–2025年), as is a hyphen after a percentage or a
@@ -121,6 +117,8 @@ UNITS = {
     'GB': 'ギガバイト', 'MB': 'メガバイト', 'KB': 'キロバイト', 'kB': 'キロバイト',
     'ms': 'ミリ秒', 'dB': 'デシベル', 'rpm': 'アールピーエム', 'fps': 'エフピーエス',
     'm2': '平方メートル', 'm²': '平方メートル', 'km2': '平方キロメートル',
+    'μm': 'マイクロメートル', 'nm': 'ナノメートル', 'hPa': 'ヘクトパスカル',
+    'kPa': 'キロパスカル', 'kWh': 'キロワットアワー', 'Wh': 'ワットアワー', 'mV': 'ミリボルト',
 }
 _UNIT_RE = re.compile(r'(%s)?(%s)\s*(%s)(?![A-Za-z0-9])' % (
     _SIGN, _NUM, '|'.join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True))))
@@ -273,30 +271,6 @@ def clock_reading(text: str) -> Optional[str]:
     return None if m is None else _clock(m)
 
 
-def phone_reading(text: str) -> str:
-    """Digit by digit, group by group with の between (``090-1234-5678``).
-
-    Japan's country code is read as a call from within Japan is dialled: ``+81-3-...``
-    and ``+81-(0)3-...`` as ``03-...``. Another country code is read ``プラス`` and its
-    digits (``+1 555 ...``).
-    """
-    text = re.sub(r'^〒\s*', '', text)
-    head = ''
-    country = re.match(r'\+(\d{1,3})[- ]?', text)
-    if country and country.group(1) == '81':
-        rest = re.sub(r'^\(0\)\s*', '0', text[country.end():])
-        text = rest if rest.lstrip('(').startswith('0') else '0' + rest
-    elif country:
-        head = 'プラス' + digits(country.group(1), PHONE_KANA) + 'の'
-        text = text[country.end():]
-    groups = [g for g in re.split(r'[-() ]+', text) if g]
-    return head + 'の'.join(digits(g, PHONE_KANA) for g in groups)
-
-
-def _phone(m: re.Match) -> str:
-    return keep(phone_reading(m.group(0)))
-
-
 def _speed(m: re.Match) -> str:
     word = m.group(1) or ('時速' if m.group(3) == 'km/h' else '秒速')
     return keep(word + number(m.group(2)) + ('キロ' if m.group(3) == 'km/h' else 'メートル'))
@@ -387,14 +361,17 @@ def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> 
     text = _RATIO_RE.sub(lambda m: keep(number(m.group(1)) + '対' + number(m.group(2))), text)
     text = _DECIMAL_COUNTER_RE.sub(
         lambda m: keep(number(m.group(1)) + _DECIMAL_COUNTER[m.group(2)]), text)
-    text = _PHONE_RE.sub(_phone, text)
+    text = phones.PHONE_RE.sub(lambda m: keep(phones.phone_reading(m.group(0))), text)
     text = counted.fractions(text, keep)
+    text = _DATE_YM_RE.sub(lambda m: keep(f'{cardinal(int(m.group(1)))}年'
+                                          f'{cardinal(int(m.group(2)))}月'), text)
     text = _DATE_MD_RE.sub(_date_md, text)
     text = _FRACTION_RE.sub(lambda m: keep(number(m.group(2)) + 'ブンノ' + number(m.group(1))),
                             text)
     text = _KEPT_RANGE_RE.sub(r'\1から', text)
     text = _HYPHEN_RANGE_RE.sub('から', text)
     text = counted.ranges(text)
+    text = _FLOOR_RE.sub(lambda m: ('地下' if m.group(1) else '') + m.group(2) + '階', text)
     text = _SPEED_RE.sub(_speed, text)
     text = _TEMP_RE.sub(_temp, text)
     text = symbols.degrees(text, keep)

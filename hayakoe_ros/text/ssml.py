@@ -25,7 +25,8 @@ import defusedxml.ElementTree as SafeET
 from defusedxml import DefusedXmlException
 
 from . import english
-from .frontend import clock_reading, compat_normalize, keep, phone_reading, time_reading
+from .frontend import clock_reading, compat_normalize, keep, time_reading
+from .phones import phone_reading
 from .numbers import MAX_CARDINAL_DIGITS, PHONE_KANA, cardinal, digits
 from .checks import strip_control
 from .segment import InputError

@@ -1,0 +1,43 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""Phone numbers in running text and their readings, digit by digit (no ROS imports).
+
+:data:`PHONE_RE` finds them (Japanese numbers with hyphens, blanks or none, with +81 or
+another country's code, postal codes after 〒); :func:`phone_reading` reads one as a
+number is read out to be dialled. Used by :mod:`.frontend` and SSML's ``telephone``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .numbers import PHONE_KANA, digits
+
+PHONE_RE = re.compile(r'(?<![\d-])(?:\+81[- ]?)?\(?0\d{1,4}\)?[- ]?\d{1,4}-\d{3,4}(?![\d-])'
+                      r'|(?<![\d-])\+81[- ]?\(?[1-9]\d{0,3}\)?[- ]?\d{1,4}[- ]\d{3,4}(?![\d-])'
+                      # Groups between blanks (090 1234 5678), another country's code.
+                      r'|(?<![\d-])0\d{1,4} \d{1,4} \d{4}(?![\d-])'
+                      r'|(?<![\d+-])\+(?!81)[1-9]\d{0,2}[- ]\(?\d{1,4}\)?(?:[- ]\d{2,4}){2,3}'
+                      r'(?![\d-])'
+                      r'|(?<![\d-])0\d{1,4}-\d{1,4}-\d{3,4}(?![\d-])'
+                      r'|(?<![\d-])0[5789]0\d{8}(?![\d-])|〒\s*\d{3}-\d{4}(?!\d)')
+
+
+def phone_reading(text: str) -> str:
+    """Digit by digit, group by group with の between (``090-1234-5678``).
+
+    Japan's country code is read as a call from within Japan is dialled: ``+81-3-...``
+    and ``+81-(0)3-...`` as ``03-...``. Another country code is read ``プラス`` and its
+    digits (``+1 555 ...``).
+    """
+    text = re.sub(r'^〒\s*', '', text)
+    head = ''
+    country = re.match(r'\+(\d{1,3})[- ]?', text)
+    if country and country.group(1) == '81':
+        rest = re.sub(r'^\(0\)\s*', '0', text[country.end():])
+        text = rest if rest.lstrip('(').startswith('0') else '0' + rest
+    elif country:
+        head = 'プラス' + digits(country.group(1), PHONE_KANA) + 'の'
+        text = text[country.end():]
+    groups = [g for g in re.split(r'[-() ]+', text) if g]
+    return head + 'の'.join(digits(g, PHONE_KANA) for g in groups)
