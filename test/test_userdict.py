@@ -87,13 +87,15 @@ def test_entries_with_digits_variant_kanji_and_capitals_are_read(tmp_path):
     """
     path = tmp_path / 'robots.tsv'
     path.write_text('1号機\tイチゴーキ\n髙橋\tコウハシ\nhayakoe\tハヤコエ\n'
-                    'ROS\tロス\n', encoding='utf-8')
+                    'ROS\tロス\nIT\tアイティー\n', encoding='utf-8')
     try:
-        got = reading('1号機と11号機、髙橋さん。Hayakoeです。ROS2とROSA', str(path))
+        got = reading('1号機と11号機、髙橋さん。Hayakoeです。ROS2とROSA。I think it works.',
+                      str(path))
     finally:
         userdict.apply(None)
+    # An entry in capitals (an acronym) matches only so: it in English stays イット.
     assert got == ('イチゴーキトジューイチゴーキ、コウハシサン。ハヤコエデス。'
-                   'ロスニトアールオーエスエー'), got
+                   'ロスニトアールオーエスエー。アイシンクイットワークス．'), got
 
 
 def test_a_missing_file_is_named(tmp_path):

@@ -61,7 +61,8 @@ TERMS = {'ChatGPT': 'チャットジーピーティー', 'OpenAI': 'オープン
 ORDINALS = {'1st': 'ファースト', '2nd': 'セカンド', '3rd': 'サード', '4th': 'フォース',
             '5th': 'フィフス', '6th': 'シックス', '7th': 'セブンス', '8th': 'エイス',
             '9th': 'ナインス', '10th': 'テンス'}
-_TERMS_RE = re.compile(r'(?<![A-Za-z0-9])(%s)(?![A-Za-z0-9])' % '|'.join(
+# Not before an apostrophe: iPhone's is read as one English word (アイフォンズ).
+_TERMS_RE = re.compile(r"(?<![A-Za-z0-9])(%s)(?![A-Za-z0-9'’])" % '|'.join(
     re.escape(t) for t in sorted({**TERMS, **ORDINALS}, key=len, reverse=True)))
 
 

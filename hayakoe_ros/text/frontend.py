@@ -78,28 +78,33 @@ _DATE_YMD_RE = re.compile(r'(?<![\d/.-])(\d{4})([/.-])(\d{1,2})\2(\d{1,2})(?![\d
 _DATE_YM_RE = re.compile(r'(?<![\d/.-])((?:19|20)\d\d)/(1[0-2]|0?[1-9])(?![\d/])')
 # Floors as signs write them: 3F 三階, B1F 地下一階 (they were サンエフ, ビーイチエフ).
 _FLOOR_RE = re.compile(r'(?<![A-Za-z0-9.])(B)?(\d{1,3})F(?![A-Za-z0-9])')
-_DATE_MD_RE = re.compile(r'(?<![\d/.:-])(\d{1,2})/(\d{1,2})(?![\d/])')
+# Not after a hyphen but one after a date or a weekday (12/6-12/8, 12/6(土)-12/8).
+_DATE_MD_RE = re.compile(r'(?<![\d/.:])(?:(?<!-)|(?<=[)）]-)|(?<=/\d-)|(?<=/\d\d-))'
+                         r'(\d{1,2})/(\d{1,2})(?![\d/])')
 _TIME_RE = re.compile(r'(午前|午後|AM|PM|am|pm)?\s*(?<![\d:])(\d{1,2}):(\d{2})'
                       r'(?::(\d{2}))?(?![\d:])'
                       r'(?:\s*([AaPp])\.?[Mm]\.?(?![A-Za-z]))?')
 _AMPM = {'a': '午前', 'p': '午後'}
-# After times and dates: a range between two kept readings (10:30〜11:00); a hyphen
-# between numbers left after phones and dates (10-20枚); a fraction (5/32).
-# A dash is a range too (10:00-18:00, 2020–2025年), as is a hyphen after a percentage or a
-# counted time (10%-20%, 9時-17時: it was マイナス) and before a price ($5-$10).
-_KEPT_RANGE_RE = re.compile(r'(?<=\ue001)((?:\s*[(（][^()（）]{1,4}[)）])?)\s*[~〜\-–—]\s*'
-                            r'(?=\ue000|\d)')
+# After times and dates: a range between two kept readings (10:30〜11:00, 12/6(土)〜12/8);
+# a hyphen or en dash too, after a time's or a date's reading (10:00-18:00); a hyphen or
+# en dash between numbers left after phones and dates (10-20枚, 2020–2025年), after a
+# percentage or a counted number (10%-20%, 9時-17時: it was マイナス) or before a price
+# ($5-$10). Not an em dash or a spaced hyphen after a count: 5% — 2年連続, 5分 - 3分.
+_WEEKDAY_PAREN = r'((?:\s*[(（][^()（）]{1,4}[)）])?)'
+_KEPT_RANGE_RE = re.compile(r'(?<=\ue001)%s\s*[~〜]\s*(?=\ue000|\d)'
+                            r'|(?<=[時分秒日月年]\ue001)%s\s*[-–]\s*(?=\ue000|\d)'
+                            % (_WEEKDAY_PAREN, _WEEKDAY_PAREN))
 # 〜 after a reading with no number after it is "from" (受付は10:00〜, 1000円〜: it was
-# silent), and between two kanji words a range (東京〜大阪).
-_KEPT_FROM_RE = re.compile(r'(?<=\ue001)\s*[~〜](?![~〜])'
-                           r'|(?<=[\u4e00-\u9fff])〜(?=[\u4e00-\u9fff])')
-_HYPHEN_RANGE_RE = re.compile(r'(?<=\d)[-–—](?=\d)|(?<=\d[%時分秒日月年])\s?[-–—]\s?(?=\d)'
-                              r'|(?<=\d)\s?[-–—]\s?(?=[¥$€£₩]\d)')
+# silent).
+_KEPT_FROM_RE = re.compile(r'(?<=\ue001)\s*[~〜](?![~〜])')
+_HYPHEN_RANGE_RE = re.compile(r'(?<=\d)[-–](?=\d)|(?<=\d[%時分秒日月年階人個回円])[-–](?=\d)'
+                              r'|(?:(?<=\d時間)|(?<=\dヶ月)|(?<=\dか月))[-–](?=\d)'
+                              r'|(?<=\d)\s?[-–]\s?(?=[¥$€£₩]\d)')
 _FRACTION_RE = re.compile(r'(?<![\d/.])(\d+)/(\d+)(?![\d/])')
 _SPEED_RE = re.compile(r'(時速|秒速)?\s*(%s)\s*(km/h|m/s)(?![A-Za-z0-9])' % r'\d+(?:\.\d+)?')
 # A minus sign: not after a letter or digit (10-20 is a range, A-1 a name); an en dash
 # is one too where it stands alone before a number (気温は–5℃).
-_SIGN = r'(?:(?<![A-Za-z0-9.,])[-−–])'
+_SIGN = r'(?:(?<![A-Za-z0-9.,\ue001])[-−–])'
 _TEMP_RE = re.compile(r'(%s)?(%s)\s*°\s*([CF])(?![A-Za-z])' % (_SIGN, _NUM))
 _RANGE_RE = re.compile(r'(%s)\s*[~〜]\s*(?=[-−]?\d|\ue000)' % _NUM)
 _CURRENCY_RE = re.compile(r'(%s)?([¥$€£₩])\s*(%s)(?:\s*([万億兆]))?' % (_SIGN, _NUM))
@@ -128,7 +133,9 @@ _NUMBER_RE = re.compile(_NUM)
 _RATIO_RE = re.compile(r'(?<![\d:.])(\d{1,3}):(\d)(?![\d:])')
 # After a decimal, counters that Open JTalk reads as after a whole day count: 1.5日 was
 # イッテンゴビ, 1.5分 ゴブン, 1.5歳 ゴトシ.
-_DECIMAL_COUNTER_RE = re.compile(r'(\d+\.\d+)(日|分|歳)(?!間)')
+# Not in a compound (3.5分野, 1.5日間: Open JTalk reads those) but before 後, 前, 以内...
+_DECIMAL_COUNTER_RE = re.compile(r'(%s)?(\d+\.\d+)(日|分|歳)(?!(?![後前以程頃])[\u4e00-\u9fff])'
+                                 % _SIGN)
 _DECIMAL_COUNTER = {'日': 'ニチ', '分': 'フン', '歳': 'サイ'}
 # Numbers between blanks are a list, read with a pause: 1 2 3 was 一二三, ヒャクニジューサン.
 _NUMBERS_SPACE_RE = re.compile(r'(?<=\d)[ \u3000]+(?=\d)')
@@ -360,7 +367,7 @@ def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> 
     text = _TIME_RE.sub(_time, text)
     text = _RATIO_RE.sub(lambda m: keep(number(m.group(1)) + '対' + number(m.group(2))), text)
     text = _DECIMAL_COUNTER_RE.sub(
-        lambda m: keep(number(m.group(1)) + _DECIMAL_COUNTER[m.group(2)]), text)
+        lambda m: keep(_signed(m.group(1), m.group(2)) + _DECIMAL_COUNTER[m.group(3)]), text)
     text = phones.PHONE_RE.sub(lambda m: keep(phones.phone_reading(m.group(0))), text)
     text = counted.fractions(text, keep)
     text = _DATE_YM_RE.sub(lambda m: keep(f'{cardinal(int(m.group(1)))}年'
@@ -368,10 +375,10 @@ def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> 
     text = _DATE_MD_RE.sub(_date_md, text)
     text = _FRACTION_RE.sub(lambda m: keep(number(m.group(2)) + 'ブンノ' + number(m.group(1))),
                             text)
-    text = _KEPT_RANGE_RE.sub(r'\1から', text)
+    text = _FLOOR_RE.sub(lambda m: ('地下' if m.group(1) else '') + m.group(2) + '階', text)
+    text = _KEPT_RANGE_RE.sub(lambda m: (m.group(1) or m.group(2) or '') + 'から', text)
     text = _HYPHEN_RANGE_RE.sub('から', text)
     text = counted.ranges(text)
-    text = _FLOOR_RE.sub(lambda m: ('地下' if m.group(1) else '') + m.group(2) + '階', text)
     text = _SPEED_RE.sub(_speed, text)
     text = _TEMP_RE.sub(_temp, text)
     text = symbols.degrees(text, keep)

@@ -16,10 +16,11 @@ File format (UTF-8, one entry a line, fields separated by a TAB or a comma)::
 dictionary (``pyopenjtalk.mecab_dict_index`` + ``update_global_jtalk_with_user_dict``, as a
 proper noun), which both voices read through. A UTF-8 byte-order mark at the start of the
 file is ignored (Windows editors write one). Entries with Latin letters or digits are also
-replaced by their reading in the text itself (:meth:`UserDictionary.replace_latin`; letters
-in any case), because the front end and hayakoe's normaliser read numbers and English words
-before Open JTalk could see them. A surface is kept as the front end will see the text
-(:func:`~.frontend.compat_normalize`: ``髙橋`` is ``高橋``, ``１号機`` ``1号機``).
+replaced by their reading in the text itself (:meth:`UserDictionary.replace_latin`; as
+written, or capitalised for an entry in lower case), because the front end and hayakoe's
+normaliser read numbers and English words before Open JTalk could see them. A surface is
+kept as the front end will see the text (:func:`~.frontend.compat_normalize`: ``髙橋`` is
+``高橋``, ``１号機`` ``1号機``).
 """
 
 from __future__ import annotations
@@ -115,15 +116,16 @@ class UserDictionary:
         self.path = path
         # Surfaces with Latin letters or digits: the front end would read those before
         # Open JTalk's dictionary sees them (1号機 became 一号機), so they are replaced in
-        # the text itself, whole words only, letters in any case (Hayakoe at a
-        # sentence's start), an exact-case entry first.
-        latin = sorted((e for e in self.entries if _LATIN_RE.search(e.surface)),
-                       key=lambda e: len(e.surface), reverse=True)
+        # the text itself, whole words only, as written or, for one written in lower
+        # case, capitalised (Hayakoe at a sentence's start; an entry IT never matches it).
+        latin = [e for e in self.entries if _LATIN_RE.search(e.surface)]
         self._latin = {e.surface: e.reading for e in latin}
-        for e in reversed(latin):
-            self._latin.setdefault(e.surface.lower(), e.reading)
+        for e in latin:
+            if e.surface[0].islower():
+                self._latin.setdefault(e.surface[0].upper() + e.surface[1:], e.reading)
         self._latin_re = re.compile('|'.join(
-            _bounded(e.surface) for e in latin), re.I) if latin else None
+            _bounded(s) for s in sorted(self._latin, key=len, reverse=True))) \
+            if latin else None
 
     @classmethod
     def load(cls, path: str) -> 'UserDictionary':
@@ -183,8 +185,7 @@ class UserDictionary:
         """Replace entries written in Latin letters by their readings (whole words only)."""
         if self._latin_re is None:
             return text
-        return self._latin_re.sub(
-            lambda m: self._latin.get(m.group(0)) or self._latin[m.group(0).lower()], text)
+        return self._latin_re.sub(lambda m: self._latin[m.group(0)], text)
 
     def mecab_csv(self) -> str:
         """The entries as MeCab (naist-jdic) CSV lines for ``mecab_dict_index``."""
