@@ -332,13 +332,18 @@ def test_an_urgent_text_between_two_pieces_of_a_stream_lets_the_reply_go_on(rig)
     assert ''.join(words).endswith('たなま')
 
 
-def test_a_stream_line_ending_in_a_newline_starts_the_next_sentence():
+def _stream_in(reply_limit=None):
+    """A :class:`StreamIn` over the real front end.
+
+    Returns it, the segments it queued and the refusals it published.
+    """
     import logging
 
     from hayakoe_ros.node.stream_in import StreamIn
     from hayakoe_ros.text.pipeline import prepare
 
-    got = []
+    got: list = []
+    refused: list = []
 
     class Stand:  # the utterance a streamed reply grows
         halted = False
@@ -353,11 +358,38 @@ def test_a_stream_line_ending_in_a_newline_starts_the_next_sentence():
         got.extend(segments)
         return Stand()
 
-    stream = StreamIn(submit, lambda t: prepare(t, 2000, 60), lambda *a: None,
-                      logging.getLogger('test'))
+    stream = StreamIn(submit, lambda t, plain: prepare(t, 2000, 60, plain=plain),
+                      lambda *a: refused.append(a), logging.getLogger('test'),
+                      reply_limit=reply_limit)
+    return stream, got, refused
+
+
+def test_a_stream_line_ending_in_a_newline_starts_the_next_sentence():
+    stream, got, _ = _stream_in()
     for fragment in ('一行目です\n', '二行目です\n', '三行目です。', ''):
         stream.fragment(fragment)
     text = '一行目です\n二行目です\n三行目です。'
     sentences = [s.sentence for s in got if s.sentence is not None]
     assert [text[a:b].strip() for a, b in sentences] == ['一行目です', '二行目です',
                                                          '三行目です。']
+
+
+def test_a_later_piece_of_a_stream_is_plain_text_and_a_long_reply_is_cut():
+    """A reply is plain text, and no longer than max_chars.
+
+    A later piece starting with <speak> was parsed as SSML (or dropped as malformed:
+    こんにちは was never spoken). A reply past max_chars was spoken whole; now what comes
+    after the limit is dropped, and so are later fragments.
+    """
+    stream, got, _ = _stream_in()
+    for fragment in ('はい。', '<speak>こんにちは。', 'おわり。', ''):
+        stream.fragment(fragment)
+    assert [s.text for s in got] == ['はい。', '<スピーク>こんにちは。', 'おわり。']
+    stream, got, refused = _stream_in(reply_limit=lambda: 12)
+    for fragment in ('一文目です。', '二文目です。', '三文目です。', '四文目。', ''):
+        stream.fragment(fragment)
+    assert [s.text for s in got] == ['一文目です。', '二文目です。'] and not refused
+    stream, got, refused = _stream_in(reply_limit=lambda: 3)
+    for fragment in ('長い一文目です。', ''):
+        stream.fragment(fragment)
+    assert not got and 'passed max_chars=3' in refused[0][2]

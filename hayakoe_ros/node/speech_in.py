@@ -98,7 +98,8 @@ class SpeechIn:
         """Subscribe ``text`` and ``text_stream`` and start the stream's timeout check."""
         node = self._node
         self._stream = StreamIn(self._queue_stream, self.prepare, self._marks.refused,
-                                node.get_logger(), node.get_parameter('max_segment_chars').value)
+                                node.get_logger(), node.get_parameter('max_segment_chars').value,
+                                reply_limit=lambda: node.get_parameter('max_chars').value)
         self._subs = [
             node.create_subscription(String, 'text', self._on_text, BURST_DEPTH,
                                      callback_group=self._in_order['text']),
@@ -128,8 +129,8 @@ class SpeechIn:
             self._urgent_sub = None
 
     # -------------------------------------------------------------- the one path
-    def prepare(self, text: str) -> tuple:
-        """The front end of one text: ``(cleaned, segments)``.
+    def prepare(self, text: str, plain: bool = False) -> tuple:
+        """The front end of one text: ``(cleaned, segments)`` (``plain``: never SSML).
 
         Raises:
             InputError: what :func:`~hayakoe_ros.text.pipeline.prepare` raises.
@@ -140,7 +141,8 @@ class SpeechIn:
             raise SchedulerClosedError(f'the node is {self._node.lifecycle_label}: not '
                                        'accepting speech')
         cfg = scheduler.config
-        return prepare(text, cfg.max_chars, cfg.max_segment_chars, cfg.first_segment_morae)
+        return prepare(text, cfg.max_chars, cfg.max_segment_chars, cfg.first_segment_morae,
+                       plain)
 
     def queue(self, segments: list, cleaned: str, text: str, kind: str, key: str,
               goal_rate: float = 1.0, volume: float = 1.0,

@@ -37,21 +37,29 @@ class StreamIn:
     Args:
         submit: ``submit(segments, source, key) -> Utterance``: queue the reply's first
             piece as a streamed utterance (raises what the node's submit raises).
-        prepare: ``prepare(text) -> (cleaned, segments)``: the front end of one piece.
+        prepare: ``prepare(text, plain) -> (cleaned, segments)``: the front end of one
+            piece (``plain`` True: a later piece is text even if it starts with
+            ``<speak>``; such a piece was parsed as SSML, or dropped as malformed).
         refused: ``refused(key, text, error)``: publish a refused reply's end mark.
         log: The node's logger.
         max_chars: ``max_segment_chars`` (a piece with no mark is cut past it).
         clock: Monotonic seconds (the timeout).
+        reply_limit: ``reply_limit() -> int``: the longest reply spoken (characters, the
+            node's ``max_chars``, read at each fragment); what comes after is dropped
+            with one WARN, as a text over it is refused (a runaway reply was spoken
+            whole), and a reply cut so takes no more fragments in memory.
     """
 
     def __init__(self, submit: Callable, prepare: Callable, refused: Callable, log,
-                 max_chars: int = 60, clock: Callable[[], float] = time.monotonic) -> None:
+                 max_chars: int = 60, clock: Callable[[], float] = time.monotonic,
+                 reply_limit: Optional[Callable[[], int]] = None) -> None:
         self._submit = submit
         self._prepare = prepare
         self._refused = refused
         self._log = log
         self._max_chars = max_chars
         self._clock = clock
+        self._reply_limit = reply_limit
         self._lock = threading.Lock()
         self._assembler: Optional[StreamAssembler] = None
         self._utt: Optional[Utterance] = None
@@ -77,8 +85,24 @@ class StreamIn:
                 self._key, self._cut, self._continues = uuid.uuid4().hex, False, False
                 self._errors = []
             self._last = self._clock()
+            if self._cut:
+                return  # dropped (the reply was cut): not even kept
+            limit = self._reply_limit() if self._reply_limit is not None else None
             for start, piece in self._assembler.add(data):
+                if limit is not None and start + len(piece) > limit:
+                    self._too_long(start, limit)
+                    break
                 self._speak(start, piece)
+
+    def _too_long(self, start: int, limit: int) -> None:
+        """The reply passed ``limit`` characters at ``start``: speak no more of it."""
+        error = (f'the reply passed max_chars={limit} characters; not speaking it from '
+                 f'character {start} on')
+        self._log.warning(f'text_stream [{self._key}]: {error}')
+        if self._utt is None:
+            assert self._assembler is not None
+            self._refused(self._key, self._assembler.text, error)
+        self._cut = True
 
     def check_timeout(self, timeout_s: float) -> None:
         """End the reply if no fragment came for ``timeout_s`` seconds (a timer's tick)."""
@@ -115,7 +139,7 @@ class StreamIn:
             self._cut = True
             return
         try:
-            _, segments = self._prepare(piece)
+            _, segments = self._prepare(piece, True)  # SSML at the start was refused above
         except InputError as exc:
             if exc.code in ('nothing_speakable', 'empty'):  # emoji, blanks: nothing to say
                 self._log.debug(f'text_stream [{self._key}]: nothing speakable in '

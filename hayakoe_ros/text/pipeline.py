@@ -30,7 +30,7 @@ def _latin_words():
 
 
 def prepare(text: str, max_chars: int, max_segment_chars: int,
-            first_segment_morae: int = 0) -> tuple:
+            first_segment_morae: int = 0, plain: bool = False) -> tuple:
     """Check, normalise and segment one utterance.
 
     Args:
@@ -40,6 +40,8 @@ def prepare(text: str, max_chars: int, max_segment_chars: int,
         max_segment_chars: Longest segment (characters of front-end output).
         first_segment_morae: 0, or the morae after which the first segment ends, later
             segments growing toward ``max_segment_chars`` (:class:`~.segment.SegmentRamp`).
+        plain: Plain text whatever it starts with (a streamed reply's later piece: a
+            ``<speak>`` there is text, not markup).
 
     A run of one character longer than :data:`~hayakoe_ros.engines.openjtalk_guard.MAX_REPEAT`
     in the front end's output is cut to that length (one WARN per utterance names it).
@@ -56,7 +58,7 @@ def prepare(text: str, max_chars: int, max_segment_chars: int,
         InputError: ``empty``, ``too_long``, ``nothing_speakable`` or ``bad_ssml``.
     """
     latin = _latin_words()
-    is_ssml = ssml.is_ssml(text)
+    is_ssml = not plain and ssml.is_ssml(text)
     if is_ssml:
         markup = strip_control(text).strip()
         if len(markup) > max_chars:
