@@ -131,3 +131,11 @@ def test_a_refused_text_gets_an_end_mark_with_the_error(ojt_node, ros_client, ma
     assert end['value'] == 'aborted' and end['heard'] == ''
     assert 'mark' in end['error'] and 'name' in end['error']
     ros_client.node.destroy_publisher(pub)
+    # A refused say goal too (it got no end mark), under the goal's id.
+    action = ros_client.action_client(ojt_node.topic('say'))
+    handle, _ = send_goal(ros_client, action, '😀')
+    result = wait_future(handle.get_result_async(), 30)
+    assert result.status == GoalStatus.STATUS_ABORTED
+    end = marks.wait_end(bytes(handle.goal_id.uuid).hex(), timeout=10)
+    assert end['value'] == 'aborted' and end['heard'] == ''
+    assert end['error'] in result.result.text
