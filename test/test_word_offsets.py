@@ -160,6 +160,23 @@ SSML = ('<speak><mark name="a"/>今日は<mark name="mid"/><sub alias="ハヤコ
         'A&amp;Bです。<break time="500ms"/><s>次の文</s><mark name="z"/></speak>')
 
 
+def test_a_mark_before_a_break_stands_before_the_pause():
+    """<mark/><break/>: the mark ends the words before the pause.
+
+    It was stamped after the pause, with the next word; <break/><mark/> stays with the
+    word after it.
+    """
+    def placed(markup):
+        segs = _words(markup)[0]
+        return [(i, m.name, m.before, len(s.words)) for i, s in enumerate(segs)
+                for m in s.marks]
+
+    assert placed('<speak>はい<mark name="x"/><break time="3s"/>どうぞ</speak>') == [
+        (0, 'x', 1, 1)]
+    assert placed('<speak>はい<break time="3s"/><mark name="x"/>どうぞ</speak>') == [
+        (1, 'x', 0, 1)]
+
+
 def test_ssml_words_and_marks_point_into_the_markup():
     segs, words = _words(SSML)
     _check(SSML, segs)

@@ -257,6 +257,9 @@ def _span(spans: list) -> tuple:
     return (spans[0][0], spans[0][0]) if spans else (0, 0)
 
 
+_BREAK_RE = re.compile(r'<break\b')
+
+
 def annotate(text: str, is_ssml: bool, outputs: list, segments: list) -> list:
     """Fill ``words``, ``sentence`` and ``marks`` of an utterance's segments.
 
@@ -317,9 +320,20 @@ def annotate(text: str, is_ssml: bool, outputs: list, segments: list) -> list:
         end = stop
     seg_marks: list = [[] for _ in segments]
     flat = [(i, k, w) for i, ws in enumerate(per_segment) for k, w in enumerate(ws)]
+    # A <break> between a mark and the next word: the mark stands before the pause, at
+    # the end of the words before it (it was stamped after the pause, with the next
+    # word, and never published when a cancel came during the pause).
+    breaks = [m.start() for m in _BREAK_RE.finditer(text)] if marks else []
     for name, start, stop in marks:
-        hit = next(((i, k) for i, k, w in flat if w.start >= stop), None)
-        i, k = hit if hit is not None else (len(segments) - 1, len(per_segment[-1]))
+        hit = next(((i, k, w) for i, k, w in flat if w.start >= stop), None)
+        before = [(i, w) for i, _, w in flat if w.end <= start]
+        if hit is not None and before and any(stop <= b < hit[2].start for b in breaks):
+            i = before[-1][0]
+            k = len(per_segment[i])
+        elif hit is not None:
+            i, k = hit[0], hit[1]
+        else:
+            i, k = len(segments) - 1, len(per_segment[-1])
         seg_marks[i].append(SsmlMark(name, start, stop, k))
     sentence_of = {first: tuple(span) for span, first, _ in sentences}
     for i, seg in enumerate(segments):
