@@ -128,6 +128,7 @@ def _check_mark(el) -> None:
 
 def _date(text: str, raw: str, fmt: Optional[str]) -> str:
     """``二千二十六年十二月六日`` for a date in ``raw``, its fields in ``fmt``'s order."""
+    given = fmt
     if fmt == 'yyyymmdd':
         nums = [raw[:4], raw[4:6], raw[6:]] if re.fullmatch(r'\d{8}', raw) else []
         fmt = 'ymd'
@@ -143,8 +144,8 @@ def _date(text: str, raw: str, fmt: Optional[str]) -> str:
         # 12/6 is a month and day, 2026/12 a year and month.
         fmt = 'ymd'[-len(nums):] if len(nums[0]) < 4 else 'ymd'[:len(nums)]
     if len(nums) != len(fmt):
-        raise _bad(f'<say-as interpret-as="date" format="{fmt}">: {text!r} does not have '
-                   f'{len(fmt)} number(s)')
+        raise _bad(f'<say-as interpret-as="date" format="{given or fmt}">: {text!r} does '
+                   f'not have {len(fmt)} number(s)')
     fields = {unit: int(n) for unit, n in zip(fmt, nums)}
     year, month, day = fields.get('y', 2000), fields.get('m', 1), fields.get('d', 1)
     # Without a year, a leap one: 2/29 is a date. There is no year 0 (1 BC comes first).
