@@ -191,7 +191,8 @@ class TTSNode(TeardownNode):
                 self._marks.open(self._p('qos_depth'))
             self._speech_in.open_urgent()
             self._say = SayActionServer(self, self._speech_in.speak_goal, self._cancel,
-                                        self._out.message, self._p('qos_depth'), self._group)
+                                        self._out.message, self._p('qos_depth'), self._group,
+                                        refused=self._marks.refused)
             self._stop_srv = self.create_service(Trigger, 'stop', self._on_stop,
                                                  callback_group=self._group)
             self._reset_diagnostics_timer()

@@ -131,11 +131,13 @@ def test_a_refused_text_gets_an_end_mark_with_the_error(ojt_node, ros_client, ma
     assert end['value'] == 'aborted' and end['heard'] == ''
     assert 'mark' in end['error'] and 'name' in end['error']
     ros_client.node.destroy_publisher(pub)
-    # A refused say goal too (it got no end mark), under the goal's id.
+    # A refused say goal too (it got no end mark), under the goal's id: for its text, and
+    # for its fields.
     action = ros_client.action_client(ojt_node.topic('say'))
-    handle, _ = send_goal(ros_client, action, '😀')
-    result = wait_future(handle.get_result_async(), 30)
-    assert result.status == GoalStatus.STATUS_ABORTED
-    end = marks.wait_end(bytes(handle.goal_id.uuid).hex(), timeout=10)
-    assert end['value'] == 'aborted' and end['heard'] == ''
-    assert end['error'] in result.result.text
+    for text, rate in (('😀', 1.0), ('はい', 9.0)):
+        handle, _ = send_goal(ros_client, action, text, rate=rate)
+        result = wait_future(handle.get_result_async(), 30)
+        assert result.status == GoalStatus.STATUS_ABORTED
+        end = marks.wait_end(bytes(handle.goal_id.uuid).hex(), timeout=10)
+        assert end['value'] == 'aborted' and end['heard'] == ''
+        assert end['error'] in result.result.text

@@ -195,12 +195,17 @@ class SayActionServer:
         callback_group: Group for every callback (reentrant: cancels are served while
             goals wait).
         name: Action name.
+        refused: ``refused(key, text, error)``: told of a goal aborted before it was
+            queued (its fields, its text, a full queue; ``key`` as for ``speak``), to
+            publish its ``end`` mark as a refused topic text gets one; or None.
     """
 
     def __init__(self, node, speak: Callable, cancel: Callable, feedback: Callable,
-                 feedback_depth: int, callback_group, name: str = 'say') -> None:
+                 feedback_depth: int, callback_group, name: str = 'say',
+                 refused: Optional[Callable] = None) -> None:
         self._node = node
         self._speak = speak
+        self._refused = refused
         self._cancel = cancel
         self._feedback = feedback
         self._group = callback_group
@@ -361,6 +366,9 @@ class SayActionServer:
                     error = f'internal error: {type(exc).__name__}: {exc}'
         if error is not None:
             self._node.get_logger().warning(f'say goal aborted: {error}')
+            if self._refused is not None:
+                self._refused(bytes(goal_handle.goal_id.uuid).hex(), goal_handle.request.text,
+                              error)
             goal_handle.abort()
             return TTS.Result(text=f'error: {error}')
         if record.utterance is None:  # canceled before it was queued

@@ -190,17 +190,12 @@ class SpeechIn:
                           on_chunk, **how)
 
     def speak_goal(self, goal, on_done, on_chunk, key: str) -> Utterance:
-        """Queue a ``say`` goal (its UUID as ``key``); errors are the goal's abort reason.
-
-        A refused goal gets an ``end`` mark ``aborted`` with the error, as a refused topic
-        text does (it got none: a mark listener never learnt of it).
-        """
+        """Queue a ``say`` goal (its UUID as ``key``); errors are the goal's abort reason."""
         try:
             return self.submit(goal.text, 'goal', key, goal.rate, goal.volume, on_done,
                                on_chunk)
         except REFUSALS as exc:
             self._node.stats.last_error = str(exc)
-            self._marks.refused(key, goal.text, str(exc))
             raise
 
     # -------------------------------------------------------------- callbacks
