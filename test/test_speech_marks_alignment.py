@@ -100,3 +100,26 @@ def test_both_voices_mark_every_word_through_cache_and_resampling(
             again, _ = _marks_of(engine, text, voice)
             assert [(m.kind, m.value, m.start) for m in again] == \
                 [(m.kind, m.value, m.start) for m in marks]
+
+
+def test_marks_end_with_the_audio_of_a_devoiced_ending(openjtalk_engine):
+    """です/ます end on a devoiced vowel whose quiet tail the trailing trim cuts.
+
+    The engine's durations still counted it: the last word, phoneme and viseme marks ran
+    34-60 ms past the utterance's audio.
+    """
+    from tools.submit import submit_text
+
+    marks = []
+    sched = SpeechScheduler(openjtalk_engine, lambda utt, chunk: None,
+                            SchedulerConfig(pacing=False),
+                            on_mark=lambda utt, mark, play_time: marks.append(mark))
+    try:
+        utt = submit_text(sched, '今日は良い天気ですね。駅前の図書館までご案内します。',
+                          VoiceParams())
+        assert utt.wait(120) and utt.outcome is Outcome.SUCCEEDED, utt.error
+    finally:
+        sched.shutdown()
+    timed = [m for m in marks if m.kind in ('word', 'phoneme', 'viseme')]
+    assert [m.value for m in timed if m.kind == 'word'][-2:] == ['し', 'ます']
+    assert max(m.position + m.duration for m in timed) <= utt.audio_samples

@@ -150,7 +150,7 @@ def _heard_from(phone, audio: Optional[np.ndarray]) -> int:
 
 
 def segment_marks(seg, phones: Sequence, offset: int, floor: int,
-                  audio: Optional[np.ndarray] = None) -> list:
+                  audio: Optional[np.ndarray] = None, limit: Optional[int] = None) -> list:
     """The marks of one segment, on the utterance's sample axis, in time order.
 
     Phonemes and visemes start where the engine's durations put them. A word starts with
@@ -170,12 +170,19 @@ def segment_marks(seg, phones: Sequence, offset: int, floor: int,
             it is placed earlier.
         audio: The engine's float32 audio of the segment as far as it has come
             ``(samples,)`` (the first window when it is decoded in windows), or None.
+        limit: The stream position one past the segment's last published sample, when
+            known (a segment in one window): nothing of it is placed later. Its own
+            trailing silence is cut at -40 dBFS, and with it the quiet end of a devoiced
+            vowel (です, ます), which the engine's durations still count: the last word ran
+            34-60 ms past the audio.
 
     Returns:
         :class:`Mark` objects sorted by position (ties: sentence, ssml, word, viseme,
         phoneme), positions >= ``floor``.
     """
-    spans = [(p.symbol, max(floor, offset + p.start), max(floor, offset + p.end))
+    top = limit if limit is not None else float('inf')
+    spans = [(p.symbol, int(min(top, max(floor, offset + p.start))),
+              int(min(top, max(floor, offset + p.end))))
              for p in phones if p.symbol != 'sil']
     marks: list = []
     for symbol, start, end in spans:
@@ -195,9 +202,9 @@ def segment_marks(seg, phones: Sequence, offset: int, floor: int,
         else:
             head = phones[found[0]]
             after_silence = found[0] == 0 or phones[found[0] - 1].symbol in SILENT
-            start = max(floor, offset + head.start
-                        + (_heard_from(head, audio) if after_silence else 0))
-            end = max(start, offset + phones[found[1]].end)
+            start = int(min(top, max(floor, offset + head.start
+                                     + (_heard_from(head, audio) if after_silence else 0))))
+            end = int(min(top, max(start, offset + phones[found[1]].end)))
             cursor = end
         word_at.append(start)
         marks.append(Mark('word', start, end - start, word.start, word.end, word.value))

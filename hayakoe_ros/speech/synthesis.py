@@ -197,8 +197,9 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
             if marks is None:
                 raw.append(window.audio)
                 if shaper.offset is not None:
-                    marks = tuple(segment_marks(seg, phones, seg_start + shaper.offset,
-                                                seg_start, np.concatenate(raw)))
+                    marks = tuple(segment_marks(
+                        seg, phones, seg_start + shaper.offset, seg_start, np.concatenate(raw),
+                        handed + pcm.size if final else None))
                     raw = []
             if final:
                 break
