@@ -247,9 +247,7 @@ def _aligned(source: str, seq: str, j0: int, j1: int, k0: int, k1: int, level: i
 def _stretch(source: str, seq: str, j0: int, j1: int, k0: int, k1: int, level: int) -> list:
     """Opcodes of one stretch: matched whole, or cut finer past :data:`MATCH_BUDGET`."""
     try:
-        matcher = _BoundedMatcher(source[j0:j1], seq[k0:k1], MATCH_BUDGET)
-        return [(op, a1 + j0, a2 + j0, b1 + k0, b2 + k0)
-                for op, a1, a2, b1, b2 in matcher.get_opcodes()]
+        return _shifted(_BoundedMatcher(source[j0:j1], seq[k0:k1], MATCH_BUDGET), j0, k0)
     except _OverBudget:
         if level + 1 < len(_ANCHORS):
             return _aligned(source, seq, j0, j1, k0, k1, level + 1)
@@ -263,10 +261,15 @@ def _blocks(source: str, seq: str, j0: int, j1: int, k0: int, k1: int) -> list:
     for n in range(count):
         a1, a2 = j0 + (j1 - j0) * n // count, j0 + (j1 - j0) * (n + 1) // count
         b1, b2 = k0 + (k1 - k0) * n // count, k0 + (k1 - k0) * (n + 1) // count
-        matcher = difflib.SequenceMatcher(None, source[a1:a2], seq[b1:b2], autojunk=False)
-        ops.extend((op, x1 + a1, x2 + a1, y1 + b1, y2 + b1)
-                   for op, x1, x2, y1, y2 in matcher.get_opcodes())
+        ops.extend(_shifted(difflib.SequenceMatcher(None, source[a1:a2], seq[b1:b2],
+                                                    autojunk=False), a1, b1))
     return ops
+
+
+def _shifted(matcher, j0: int, k0: int) -> list:
+    """``matcher``'s opcodes with its two strings' offsets moved by ``j0`` and ``k0``."""
+    return [(op, a1 + j0, a2 + j0, b1 + k0, b2 + k0)
+            for op, a1, a2, b1, b2 in matcher.get_opcodes()]
 
 
 def _merged(ops: list) -> list:
