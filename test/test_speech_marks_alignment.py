@@ -11,10 +11,11 @@ test_speech_marks.py.
 import numpy as np
 import pytest
 
-from hayakoe_ros.engines.base import Phone, VoiceParams
+from hayakoe_ros.engines.base import AudioWindow, Phone, VoiceParams
 from hayakoe_ros.speech import Outcome, SchedulerConfig, SpeechScheduler
 from hayakoe_ros.speech.marks import align_words, segment_marks, viseme
 from hayakoe_ros.text.segment import Boundary, Segment, Word
+from speech_fakes import REAL_TIMEOUT_S, TimedToneEngine, words_of
 
 pytestmark = pytest.mark.unit
 
@@ -123,3 +124,42 @@ def test_marks_end_with_the_audio_of_a_devoiced_ending(openjtalk_engine):
     timed = [m for m in marks if m.kind in ('word', 'phoneme', 'viseme')]
     assert [m.value for m in timed if m.kind == 'word'][-2:] == ['し', 'ます']
     assert max(m.position + m.duration for m in timed) <= utt.audio_samples
+
+
+class _QuietEnding(TimedToneEngine):
+    """The timed tone engine, its last kana's burst quiet after 5 ms (under -60 dBFS).
+
+    As a devoiced ending: the durations count all of it, the trailing trim cuts its quiet
+    part. Its segments come in two windows (:meth:`TimedToneEngine.synthesize_windows`).
+    """
+
+    def synthesize_timed(self, text, voice):
+        out = super().synthesize_timed(text, voice)
+        last = [p for p in out.phones if p.symbol not in ('sil', 'pau')][-1]
+        audio = out.audio.copy()
+        audio[last.start + 40:last.end] *= 1e-3
+        return AudioWindow(audio, phones=out.phones)
+
+
+def test_marks_of_a_segment_in_windows_end_with_its_audio():
+    """The marks made at the first window are held to the end the last window's trim sets.
+
+    They ran 10 ms past the audio (the last word, phoneme and viseme).
+    """
+    engine, marks = _QuietEnding(), []
+    sched = SpeechScheduler(engine, lambda utt, chunk: None,
+                            SchedulerConfig(pacing=False, chunk_frames=256),
+                            on_mark=lambda utt, mark, play_time: marks.append(mark))
+    try:
+        text = 'かきさたなまお。'
+        utt = sched.submit([Segment(text, Boundary.END, words=words_of(text))],
+                           VoiceParams(), text=text, source=text)
+        assert utt.wait(REAL_TIMEOUT_S) and utt.outcome is Outcome.SUCCEEDED, utt.error
+    finally:
+        sched.shutdown()
+    assert engine.at_gate.is_set()  # it came in windows
+    assert [m.value for m in marks if m.kind == 'word'] == list(text[:-1])
+    timed = [m for m in marks if m.kind in ('word', 'phoneme', 'viseme')]
+    assert max(m.position + m.duration for m in timed) <= utt.audio_samples
+    last = [m for m in timed if m.kind == 'word'][-1]
+    assert last.value == 'お' and last.position + last.duration == utt.audio_samples

@@ -220,6 +220,35 @@ def segment_marks(seg, phones: Sequence, offset: int, floor: int,
     return marks
 
 
+def marks_before(marks: Sequence, end: int) -> tuple:
+    """``(due, held)``: the marks that start before stream position ``end``, and the rest.
+
+    A segment decoded in windows hands each mark over with the window whose published
+    samples hold its start, so that the marks still held when its last window (and the
+    trim of its trailing silence) comes can be held to its end (:func:`ending_at`).
+    """
+    due = tuple(m for m in marks if m.position < end)
+    return due, tuple(m for m in marks if m.position >= end)
+
+
+def ending_at(marks: Sequence, limit: int) -> tuple:
+    """``marks`` held to end by stream position ``limit`` (one past a segment's last sample).
+
+    What :func:`segment_marks` does with its ``limit``, for marks made before the
+    segment's end was known: a phoneme or viseme left with no samples is dropped, a word,
+    sentence or SSML mark moved to ``limit`` (a point in time, duration 0).
+    """
+    out = []
+    for m in marks:
+        start = min(m.position, limit)
+        end = min(m.position + m.duration, limit)
+        if m.kind in ('phoneme', 'viseme') and end <= start:
+            continue
+        out.append(m if (start, end - start) == (m.position, m.duration)
+                   else dataclasses.replace(m, position=start, duration=end - start))
+    return tuple(out)
+
+
 def heard_ends(marks: Sequence) -> list:
     """``(sample_end, char_end)`` of each word mark, in order: what :mod:`.track` counts.
 

@@ -37,7 +37,7 @@ from .gapless import RateEstimate, comes_in_windows, plan_start_delay, speakable
 from .audio import apply_gain_and_limit, to_int16
 from .growth import Pacing, grow_segment, join_segments, segment_voice  # noqa: F401 (API)
 from .joins import Joiner, smooth_join
-from .marks import segment_marks
+from .marks import ending_at, marks_before, segment_marks
 from .pauses import gap_s, pause_target
 from .segment_audio import SegmentAudio
 from .utterance import Attempt, Utterance
@@ -51,7 +51,8 @@ class SegmentPCM:
     ``not_before``: clock time (s) of the hand-over, before which none of it is released
     (with a real clock always past when the publisher takes it; with simulated per-thread
     clocks it orders the publisher after the synthesis). ``marks``: speech marks
-    (:class:`.marks.Mark`) of the segment this PCM starts, on the utterance's sample axis.
+    (:class:`.marks.Mark`, on the utterance's sample axis) handed over with it: a whole
+    segment's with its PCM; a segment in windows, those that start in each window's.
     """
 
     utt: Utterance
@@ -202,6 +203,9 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
                         handed + pcm.size if final else None))
                     raw = []
             if final:
+                # What the last window's trimmed trailing silence took (the quiet end
+                # of a devoiced です) was still in the marks made at the first window.
+                marks = ending_at(marks or (), handed + pcm.size)
                 break
             if not pcm.size:
                 continue
@@ -218,10 +222,13 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
                     # The last segment's windows are planned too: they must keep up.
                     _plan_start(estimate, engine, utt, attempt, k, handed / sr, ready,
                                 first_ready, window.later_s)
-            if not put(SegmentPCM(utt, attempt, pcm, False, ready, marks or ()), utt,
-                       attempt):
+            # A mark goes with the window its start is published in; the rest wait for
+            # the segment's end to be known.
+            due, held = marks_before(marks or (), handed)
+            if not put(SegmentPCM(utt, attempt, pcm, False, ready, due), utt, attempt):
                 return
-            marks = ()  # handed over with the segment's first PCM
+            if marks is not None:
+                marks = held
             if utt.halted or utt.attempt is not attempt:
                 return
         spoke = shaper.raw_samples > 0
