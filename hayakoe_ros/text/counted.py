@@ -9,7 +9,8 @@ Called by :func:`.frontend.normalize` on text that still holds ASCII digits:
   ``N分のM`` always reads ブンノ (Open JTalk says ヨンプンノイチ for 四分の一).
 * :func:`ranges` (before the bare-number ranges): ``5〜6日`` -> 5日から6日 (イツカカラムイカ:
   the first number takes the counter, for the counters of :data:`POINT_COUNTERS`, whose
-  sound the number changes or which name a point in time); ``9時〜18時`` -> から;
+  sound the number changes or which name a point in time, and つ: ニからミッツ mixes two
+  ways of counting; and 1〜2人, ヒトリからフタリ); ``9時〜18時`` -> から;
   ``500円〜`` -> 500円から; ``土〜日`` -> ドからニチ, ``月〜金曜日`` ゲツからキン曜日.
 * :func:`idioms` (before plain numbers): ``110番`` ヒャクトーバン, ``20歳`` はたち,
   ``毎月1日`` ついたち, ``0時`` レージ, ``0度`` レード, ``10分`` ジュップン (never
@@ -26,9 +27,12 @@ _NUM = r'\d+(?:\.\d+)?'
 
 #: Counters the first number of a range takes too (``3〜4分`` -> 3分から4分).
 POINT_COUNTERS = ('時間', '日間', '週間', 'か月', 'ヶ月', 'カ月', '時', '分', '秒', '日', '月',
-                  '年', '割', '歳', '階', '週', '泊')
+                  '年', '割', '歳', '階', '週', '泊', 'つ')
 _COUNTER_RANGE_RE = re.compile(r'(?<![\d.])(%s)\s*[〜~]\s*(%s)(%s)' % (
     _NUM, _NUM, '|'.join(POINT_COUNTERS)))
+# 1〜2人: フタリ, a native reading, after a bare イチ mixes two ways of counting (2〜3人,
+# ニからサンニン, does not).
+_PEOPLE_RANGE_RE = re.compile(r'(?<![\d.])1\s*[〜~]\s*2人')
 # A range whose first number has its counter already: 9時〜18時, 3個〜5個.
 _AFTER_COUNTER_RE = re.compile(r'(?<=\d)([一-龥ぁ-ゖァ-ヶ]{1,2})\s*[〜~]\s*(?=\d|午前|午後)')
 # After a date's weekday in brackets: 1日(月)〜5日(金).
@@ -66,6 +70,13 @@ _ZERO_RE = re.compile(r'(?<![\d.,])0(?=時(?!間)|度)')
 # Ten minutes: Open JTalk takes 十分 for じゅうぶん (enough) before most words (十分です,
 # 十分前); written 一〇 the same numeral is split from 分 and read ジュップン everywhere.
 _TEN_MINUTES_RE = re.compile(r'(?<![\d.,])10(?=分(?!の))')
+# 分 of a tenth of a 割 (打率3割5分, 5分5厘) is ブ; Open JTalk reads the time's フン.
+_BU_RE = re.compile(r'(?:(?<=割)|(?<=割\ue001))(\d)分|(?<![\d.,])(\d)分(?=\d厘)')
+_KANJI_BU_RE = re.compile('(?<=割)([一二三四五六七八九])分')
+# The Nth sentence: Open JTalk reads 文目 as アヤメ (綾目) after most numbers.
+_BUNME_RE = re.compile(r'(?<![\d.,])(\d+)文目')
+# 件 never voices, but Open JTalk says サンゲン, センゲン after a number ending in ン.
+_KEN_RE = re.compile(r'(?<![\d.,])(\d+)件')
 # A weekday in brackets after a date: 1日(月) ツイタチゲツヨービ, not ツキ.
 # After 日, or after a date's reading (12/6(土): 十二月六日 between no-cut marks).
 _WEEKDAY_PAREN_RE = re.compile(r'(?:(?<=日)|(?<=日\ue001))\s*[（(]([月火水木金土日])'
@@ -108,14 +119,24 @@ def ranges(text: str) -> str:
     if '〜' not in text and '~' not in text:
         return text
     text = _COUNTER_RANGE_RE.sub(r'\1\3から\2\3', text)
+    text = _PEOPLE_RANGE_RE.sub('1人から2人', text)
     text = _AFTER_COUNTER_RE.sub(r'\1から', text)
     text = _AFTER_WEEKDAY_RE.sub('から', text)
     text = _OPEN_RANGE_RE.sub(r'\1から', text)
     return _WEEKDAY_RANGE_RE.sub(_weekday, text)
 
 
+def _ken(m: re.Match) -> str:
+    read = number(m.group(1))
+    return read + 'ケン' if read.endswith(('三', '千', '万')) else m.group(0)
+
+
 def idioms(text: str, keep) -> str:
-    """Numbers with fixed readings: emergency numbers, はたち, ついたち, zero as レー, 10分."""
+    """Numbers with fixed readings (see the module docstring).
+
+    Emergency numbers, はたち, ついたち, zero as レー, 10分, 分 of a 割 (ブ), 文目 (ブンメ)
+    and 件 (ケン, never ゲン).
+    """
     if '番' in text:
         text = _EMERGENCY_RE.sub(lambda m: keep(_EMERGENCY[m.group(1)]), text)
     if '歳' in text:
@@ -124,6 +145,13 @@ def idioms(text: str, keep) -> str:
         text = _WEEKDAY_PAREN_RE.sub(lambda m: m.group(1) + '曜日', text)
     if '1日' in text:
         text = _TSUITACHI_RE.sub(lambda m: keep('ツイタチ'), text)
+    if '分' in text:
+        text = _BU_RE.sub(lambda m: keep(number(m.group(1) or m.group(2)) + 'ブ'), text)
+        text = _KANJI_BU_RE.sub(r'\1ブ', text)
+    if '文目' in text:
+        text = _BUNME_RE.sub(lambda m: keep(number(m.group(1)) + 'ブンメ'), text)
+    if '件' in text:
+        text = _KEN_RE.sub(_ken, text)
     if '0' in text:
         text = _ZERO_RE.sub(lambda m: keep('零'), text)
         text = _TEN_MINUTES_RE.sub(lambda m: keep('一〇'), text)
