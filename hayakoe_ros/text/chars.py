@@ -79,12 +79,20 @@ MAX_LOGGED = 4096
 _LOGGED: set = set()
 
 
+# A power of a number (2³, 10⁻⁶): NFKC would make it digits of the number (2³ was 23).
+# After a letter it is left to the units (m², km³).
+_SUPERSCRIPT = str.maketrans('⁰¹²³⁴⁵⁶⁷⁸⁹⁻', '0123456789-')
+_POWER_RE = re.compile('(?<=[0-9０-９])(⁻?[⁰¹²³⁴⁵⁶⁷⁸⁹]+)')
+
+
 def before_nfkc(text: str) -> str:
     """Variation selectors dropped; Roman numerals and rare kanji variants replaced.
 
-    ``Ⅱ`` -> ``2`` (then read as a number: ``第Ⅱ期`` ダイニキ), ``髙`` -> ``高``. Run
-    before NFKC, which would make Roman numerals Latin letters.
+    A power of a number is written out (``2³`` -> ``2の3乗``). ``Ⅱ`` -> ``2`` (then read
+    as a number: ``第Ⅱ期`` ダイニキ), ``髙`` -> ``高``. Run before NFKC, which would make
+    Roman numerals Latin letters and superscripts plain digits.
     """
+    text = _POWER_RE.sub(lambda m: 'の' + m.group(1).translate(_SUPERSCRIPT) + '乗', text)
     if _NEEDS_TABLE_RE.search(text) is None:
         return text
     return text.translate(_TABLE)

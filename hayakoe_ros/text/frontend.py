@@ -19,6 +19,7 @@ never cuts inside them and removes the marks. :func:`strip_marks` removes them t
 
 from __future__ import annotations
 
+import decimal
 import re
 import unicodedata
 from typing import Callable, Optional
@@ -107,7 +108,10 @@ _SPEED_RE = re.compile(r'(時速|秒速)?\s*(%s)\s*(km/h|m/s)(?![A-Za-z0-9])' % 
 _SIGN = r'(?:(?<![A-Za-z0-9.,\ue001])[-−–])'
 _TEMP_RE = re.compile(r'(%s)?(%s)\s*°\s*([CF])(?![A-Za-z])' % (_SIGN, _NUM))
 _RANGE_RE = re.compile(r'(%s)\s*[~〜]\s*(?=[-−]?\d|\ue000)' % _NUM)
-_CURRENCY_RE = re.compile(r'(%s)?([¥$€£₩])\s*(%s)(?:\s*([万億兆]))?' % (_SIGN, _NUM))
+# English scales after an amount ($5M, $1.2B, €300K) are multiplied out: 五百万ドル.
+_CURRENCY_RE = re.compile(r'(%s)?([¥$€£₩])\s*(%s)(?:\s*([万億兆])|(K|M|B|bn|mn)(?![A-Za-z]))?'
+                          % (_SIGN, _NUM))
+_SCALE = {'K': 3, 'M': 6, 'mn': 6, 'B': 9, 'bn': 9}
 _CURRENCY = {'¥': '円', '$': 'ドル', '€': 'ユーロ', '£': 'ポンド', '₩': 'ウォン'}
 _PERCENT_RE = re.compile(r'(%s)?(%s)\s*%%' % (_SIGN, _NUM))
 
@@ -121,7 +125,8 @@ UNITS = {
     'mA': 'ミリアンペア', 'V': 'ボルト', 'A': 'アンペア', 'TB': 'テラバイト',
     'GB': 'ギガバイト', 'MB': 'メガバイト', 'KB': 'キロバイト', 'kB': 'キロバイト',
     'ms': 'ミリ秒', 'dB': 'デシベル', 'rpm': 'アールピーエム', 'fps': 'エフピーエス',
-    'm2': '平方メートル', 'm²': '平方メートル', 'km2': '平方キロメートル',
+    'm2': '平方メートル', 'km2': '平方キロメートル', 'cm2': '平方センチメートル',
+    'mm2': '平方ミリメートル', 'm3': '立方メートル', 'cm3': '立方センチメートル',
     'μm': 'マイクロメートル', 'nm': 'ナノメートル', 'hPa': 'ヘクトパスカル',
     'kPa': 'キロパスカル', 'kWh': 'キロワットアワー', 'Wh': 'ワットアワー', 'mV': 'ミリボルト',
 }
@@ -294,8 +299,10 @@ def _temp(m: re.Match) -> str:
 
 
 def _currency(m: re.Match) -> str:
-    return keep(_signed(m.group(1), m.group(3)) + (m.group(4) or '') +
-                _CURRENCY[m.group(2)])
+    value = m.group(3)
+    if m.group(5):
+        value = format(decimal.Decimal(value).scaleb(_SCALE[m.group(5)]).normalize(), 'f')
+    return keep(_signed(m.group(1), value) + (m.group(4) or '') + _CURRENCY[m.group(2)])
 
 
 #: Digits per group when a long digit string (a code, more than MAX_CARDINAL_DIGITS) is
