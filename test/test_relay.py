@@ -206,6 +206,33 @@ def test_an_end_that_gives_the_length_ends_the_relay_once_that_much_has_come(
         host.sched.shutdown()
 
 
+def test_the_relay_ends_when_every_word_came_and_the_audio_stopped_not_at_the_hosts_end(
+        tiny_engine, openjtalk_engine):
+    """The relay does not wait for the host's end to hand over its last chunk.
+
+    The host ends its goal when its own audio has played, a pacing lead after its last
+    chunk: the robot's last chunk waited for that and came late (an underrun before it
+    on every relayed reply, loopback). Here the end never comes and no stall would be
+    declared within the test's wait: the relay ends on every word having come and the
+    audio having stopped, with all of the host's audio and every mark.
+    """
+    host = Host(tiny_engine, lose_end=True)
+    robot = Robot(openjtalk_engine, host, offboard_stall_s=3600.0)
+    try:
+        utt = robot.say()
+        assert utt.outcome is Outcome.SUCCEEDED, utt.error
+        assert utt.spoken_by == f'host {Host.name}'
+        lead = int(np.argmax(robot.chunks[0].samples != 0))
+        assert abs(utt.audio_s - lead / 48000 - host.calls[0].utt.audio_s) < 0.002
+        timed = [(m.kind, m.start, m.value) for m in host.marks if m.kind != 'start']
+        assert [(m.kind, m.start, m.value) for m in robot.marks
+                if m.kind not in ('start', 'end')] == timed
+        assert utt.heard == TEXT
+    finally:
+        robot.close()
+        host.sched.shutdown()
+
+
 def _host_sentences(tiny_engine) -> list:
     """Sample positions of the host's sentence marks for TEXT (its voice is deterministic)."""
     host = Host(tiny_engine)

@@ -34,17 +34,13 @@ from rclpy.qos_overriding_options import QoSOverridingOptions
 from std_msgs.msg import String
 
 from ..speech import CancelReason, Outcome, Utterance
-from ..speech.marks import Mark
+from ..speech.marks import TIMED, Mark
 
 #: Cancel reasons that mean someone interrupted the robot (a barge-in, a newer text, a
 #: stop): the end mark says ``interrupted``. A client's own cancel is ``canceled``; the
 #: node going away, or a failure, ``aborted``.
 INTERRUPTING = frozenset({CancelReason.INTERRUPTED, CancelReason.REPLACED, CancelReason.STOP,
                           CancelReason.URGENT})
-
-#: Kinds whose marks carry a duration.
-TIMED = frozenset({'word', 'phoneme', 'viseme'})
-
 
 def end_value(utt: Utterance) -> str:
     """The ``end`` mark's outcome: succeeded, canceled, interrupted or aborted."""

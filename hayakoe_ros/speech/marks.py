@@ -25,6 +25,9 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+#: Kinds of mark that last (a ``duration``); the others are points in time.
+TIMED = frozenset({'word', 'phoneme', 'viseme'})
+
 #: Phonemes of no sound of their own: the edges of a call and pauses at punctuation.
 SILENT = frozenset({'sil', 'pau'})
 

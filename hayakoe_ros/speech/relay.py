@@ -40,7 +40,7 @@ from ..engines.base import Engine
 from ..engines.resample import QUALITY
 from .audio import apply_gain_and_limit, to_int16
 from .growth import Pacing
-from .marks import Mark, heard_ends
+from .marks import TIMED, Mark, heard_ends
 from .remote import (HostHealth, RemoteAudio, RemoteCall, RemoteEnd, RemoteMark,
                      RemoteUnavailable, RemoteVoice)
 from .synthesis import Put, SegmentPCM, synthesize_utterance
@@ -64,6 +64,17 @@ END_GRACE_S = 0.25
 #: How much of an announced length may be missing when the relay ends on it (s): the
 #: ``end`` mark's ``time`` is whole ms, so half a millisecond either way.
 LENGTH_TOLERANCE_S = 0.0005
+
+
+#: Once every word has come, this many of the host's chunks' durations with no audio end
+#: the relay: the host sends a chunk per chunk's duration while it has audio (paced), and
+#: the robot's slack at the end is about the host's pacing lead (3 chunks) less what it
+#: holds back (the rest of a chunk, the fade's 10 ms).
+QUIET_CHUNKS = 1.5
+
+#: How far the end of the host's marks may lie past the audio received when it has all
+#: come (s): a mark's ``time`` and ``duration`` are each whole ms.
+MARK_ROUNDING_S = 0.001
 
 
 @dataclasses.dataclass
@@ -184,6 +195,16 @@ def _relay_call(call: RemoteCall, utt: Utterance, attempt: Attempt, gain: float,
                 return relay.finish(put, clock)
             call.cancel()
             return relay.cut(why, put, clock)
+        if last_audio is not None and relay.sound_came():
+            # The host ends its goal (and sends its end mark) only once its own audio has
+            # played, its pacing lead after its last chunk: the rest of a chunk and the
+            # fade's held samples, waiting for that, came late on the robot (an underrun
+            # before the last chunk of every relayed reply, loopback). Every word has
+            # come: once no audio has come for a chunk and a half, none is coming.
+            quiet = last_audio + QUIET_CHUNKS * relay.piece_s
+            if now >= quiet:
+                return relay.finish(put, clock, fade=True)
+            limit = min(limit, quiet)
         event = call.get(min(POLL_S, limit - now))
         if isinstance(event, RemoteMark):
             relay.mark(event)
@@ -200,6 +221,7 @@ def _relay_call(call: RemoteCall, utt: Utterance, attempt: Attempt, gain: float,
             length_s = event.audio_s if event.audio_s is not None else length_s
         if length_s is not None and relay.has(length_s):
             return relay.finish(put, clock)  # all the announced audio came: nothing to wait for
+
 
 
 class _Stream:
@@ -230,6 +252,8 @@ class _Stream:
         self.received_s = 0.0  # the host's audio received, at its own rate (s)
         self.marks: list = []     # received, not handed over yet
         self.word_ends: list = []  # (sample end, character end) of every word received
+        self.sound_end_s = 0.0  # where the host's last timed mark received ends (s)
+        self.piece_s = 0.0  # the longest piece of the host's audio received (s): a chunk
 
     def mark(self, event: RemoteMark) -> None:
         """Put a remote mark on the robot's sample axis (start and end marks are ours)."""
@@ -240,11 +264,14 @@ class _Stream:
                     event.value)
         self.marks.append(mark)
         self.word_ends.extend(heard_ends([mark]))
+        if event.kind in TIMED:
+            self.sound_end_s = max(self.sound_end_s, event.time_s + event.duration_s)
 
     def audio(self, event: RemoteAudio, put: Put, now: float) -> bool:
         """Resample, scale and hand over one piece (all but the held tail)."""
         pcm = np.asarray(event.pcm, np.float32)
         self.received_s += pcm.size / float(event.sample_rate)
+        self.piece_s = max(self.piece_s, pcm.size / float(event.sample_rate))
         if self.resampler is None or event.sample_rate != self.in_rate:
             if self.resampler is not None:
                 self.tail = np.concatenate([self.tail, self.resampler.resample_chunk(
@@ -258,6 +285,20 @@ class _Stream:
         cut = max(0, held.size - self.hold)
         self.tail = held[cut:]
         return self._hand(held[:cut], False, now, put)
+
+    def sound_came(self) -> bool:
+        """True once every word of the attempt and all the sound the host marked has come.
+
+        Counted at the host's rate, as received (the resampler holds a few samples back),
+        up to the marks' whole-ms rounding. What may follow is the host's own trailing
+        silence and a chunk's padding. False while no word mark has come (the host's
+        marks off: its end is waited for).
+        """
+        if not self.word_ends or self.received_s < self.sound_end_s - MARK_ROUNDING_S:
+            return False
+        received = self.lead + int(self.received_s * self.rate)
+        return resume_index(self.attempt.segments, self._heard_end(received)) \
+            >= len(self.attempt.segments)
 
     def has(self, length_s: float) -> bool:
         """True once the host's audio received is ``length_s`` long (less the mark's rounding)."""
@@ -290,12 +331,19 @@ class _Stream:
         self.handed = end
         return True
 
-    def finish(self, put: Put, clock: Callable[[], float]) -> _Relayed:
-        """The host spoke it all: hand over the rest as the utterance's last audio."""
+    def finish(self, put: Put, clock: Callable[[], float], fade: bool = False) -> _Relayed:
+        """The host spoke it all: hand over the rest as the utterance's last audio.
+
+        ``fade``: end it under the fade, as the host's end was not waited for (its last
+        samples are its trailing silence, unless a late piece is still on its way).
+        """
         rest = self.tail
         if self.resampler is not None:
             rest = np.concatenate([rest, self.resampler.resample_chunk(
                 np.zeros(0, np.float32), last=True)])
+        if fade and rest.size:
+            n = min(rest.size, self.hold)
+            rest = np.concatenate([rest[:-n], rest[-n:] * fade_ramp(n)]).astype(np.float32)
         if not self.handed and not rest.size:  # no audio at all: let the engine try it
             return _Relayed(reason='the host ended the goal without audio')
         if not self._hand(rest, True, clock(), put):
