@@ -47,8 +47,9 @@ COMMON = {'are': 'アー', 'today': 'トゥデイ', 'an': 'アン', 'is': 'イ�
           "i'm": 'アイム', "it's": 'イッツ', "don't": 'ドント', "can't": 'キャント',
           'python': 'パイソン', 'github': 'ギットハブ'}
 
-#: Names and terms a robot's replies carry that no rule reads right, as written (case
-#: and hyphen included); a user dictionary entry wins over them. ChatGPT was チャットプト,
+#: Names and terms a robot's replies carry that no rule reads right, in any case (chatgpt
+#: and CHATGPT as ChatGPT: none of them is also a word read otherwise), hyphen included;
+#: a user dictionary entry wins over them. ChatGPT was チャットプト,
 #: OpenAI オペナイ, IoT イオット, Wi-Fi ウィ・ファイ, JSON spelled out, Toyota トイオタ.
 TERMS = {'ChatGPT': 'チャットジーピーティー', 'OpenAI': 'オープンエーアイ',
          'IoT': 'アイオーティー', 'Wi-Fi': 'ワイファイ', 'WiFi': 'ワイファイ',
@@ -63,15 +64,16 @@ ORDINALS = {'1st': 'ファースト', '2nd': 'セカンド', '3rd': 'サード',
             '9th': 'ナインス', '10th': 'テンス'}
 # Not before an apostrophe: iPhone's is read as one English word (アイフォンズ).
 _TERMS_RE = re.compile(r"(?<![A-Za-z0-9])(%s)(?![A-Za-z0-9'’])" % '|'.join(
-    re.escape(t) for t in sorted({**TERMS, **ORDINALS}, key=len, reverse=True)))
+    re.escape(t) for t in sorted({**TERMS, **ORDINALS}, key=len, reverse=True)),
+    re.IGNORECASE)
+_READING = {term.lower(): reading for term, reading in {**TERMS, **ORDINALS}.items()}
 
 
 def terms(text: str, keep) -> str:
-    """Replace :data:`TERMS` and :data:`ORDINALS` with their readings (whole words)."""
+    """Replace :data:`TERMS` and :data:`ORDINALS` with their readings (whole words, any case)."""
     if not any(ch.isascii() and ch.isalnum() for ch in text):
         return text
-    return _TERMS_RE.sub(lambda m: keep(TERMS.get(m.group(1)) or ORDINALS[m.group(1)]),
-                         text)
+    return _TERMS_RE.sub(lambda m: keep(_READING[m.group(1).lower()]), text)
 
 
 _E2K_LOCK = threading.Lock()
