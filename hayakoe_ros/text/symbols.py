@@ -96,8 +96,18 @@ def dotted(text: str, keep) -> str:
     return text
 
 
+# Around the clock, as said in Japanese; as a fraction or a date it was 7分の24.
+_ALWAYS_RE = re.compile(r'(?<![\d/.,])24/7(?![\d/.,])')
+
+
 def idioms(text: str) -> str:
-    """``No.2`` ナンバーツー, ``No.5`` ナンバー5, ``#3`` ナンバースリー; ``C#`` シャープ."""
+    """Symbols read as set phrases.
+
+    ``No.2`` ナンバーツー, ``No.5`` ナンバー5, ``#3`` ナンバースリー; ``C#`` シャープ;
+    ``24/7`` トゥエンティーフォーセブン.
+    """
+    if '24/7' in text:
+        text = _ALWAYS_RE.sub('トゥエンティーフォーセブン', text)
     if 'No.' in text or '#' in text:
         text = _RANK_RE.sub(lambda m: _RANK.get(m.group(1), 'ナンバー' + m.group(1)), text)
     if '#' in text:
