@@ -88,9 +88,12 @@ CORRECTED = {
 
 
 #: Words the term readings read right now, and the phrases they change (before, after):
-#: Wi-Fi was ウィ・ファイ, two phrases; ワイファイ is one.
+#: Wi-Fi was ウィ・ファイ, two phrases; ワイファイ is one. ROS was spelled out, アール
+#: オーエス; it is ロス, as its users say it.
 REREAD = {
     'Wi-Fi': (['w i:1_1', 'f a i n o:3_1'], ['w a i f a i n o:5_5']),
+    'ROS 2': (['a a r u o o e s u n i n o:9_7'], ['r o s U ts u u n o:5_3']),
+    'ROSの': (['a a r u o o e s u n o:8_3'], ['r o s u n o:3_1']),
 }
 
 

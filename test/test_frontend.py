@@ -125,7 +125,7 @@ READINGS = [
     ('Mr. Brownです。', 'ミスターブラウンデス'),
     # English words (Open JTalk's dictionary, acronyms, e2k)
     ('robot', 'ロボット'),
-    ('ROSのノード', 'アールオーエスノノード'),
+    ('ROSのノード', 'ロスノノード'),
     ('USB', 'ユーエスビー'),
     ('battery', 'バッテリー'),
     ('Good morning', 'グッドモーニング'),

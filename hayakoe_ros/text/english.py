@@ -57,7 +57,8 @@ TERMS = {'ChatGPT': 'チャットジーピーティー', 'OpenAI': 'オープン
          'USB-C': 'ユーエスビーシー', 'Raspberry Pi': 'ラズベリーパイ',
          'localhost': 'ローカルホスト', 'Toyota': 'トヨタ', 'Honda': 'ホンダ',
          'Sony': 'ソニー', 'YouTube': 'ユーチューブ', 'iPhone': 'アイフォーン',
-         'Android': 'アンドロイド', 'Bluetooth': 'ブルートゥース', 'macOS': 'マックオーエス'}
+         'Android': 'アンドロイド', 'Bluetooth': 'ブルートゥース', 'macOS': 'マックオーエス',
+         'ROS': 'ロス', 'ROS 2': 'ロスツー', 'ROS2': 'ロスツー'}
 #: English ordinals 1st-10th (1st アルバム, as said in Japanese).
 ORDINALS = {'1st': 'ファースト', '2nd': 'セカンド', '3rd': 'サード', '4th': 'フォース',
             '5th': 'フィフス', '6th': 'シックス', '7th': 'セブンス', '8th': 'エイス',

@@ -175,7 +175,9 @@ def compat_normalize(text: str) -> str:
     # Between digits ． is a decimal point (２５．５℃ was read as two sentences), and a
     # curly apostrophe inside an English word is one (Let’s was レット、エス).
     text = _WIDE_POINT_RE.sub('.', straight_apostrophes(_ACCENTED_RE.sub(_plain_latin, text)))
-    return chars.fix_kana(text)
+    # The Unicode hyphen (NFKC's form of the no-break one) is the ASCII one: Wi‑Fi, USB‑C
+    # and 3‑4 were read as two words and no range.
+    return chars.fix_kana(text.replace('\u2010', '-'))
 
 
 def _plain_latin(m: re.Match) -> str:
