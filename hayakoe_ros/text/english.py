@@ -7,7 +7,7 @@ that Open JTalk's dictionary knows (``Hello`` -> ハロー, ``AI`` -> エーア�
 reading; any other word goes to ``e2k`` (PyPI, public domain; a small RNN on numpy whose
 weights ship inside the wheel, so it runs offline on any platform), where hayakoe would
 use a fixed word list bundled inside its package. Short all-capital words that neither
-knows (``ROS``) are acronyms and are spelled (アールオーエス). Used for both voices, so the
+knows (``GPU``) are acronyms and are spelled (ジーピーユー). Used for both voices, so the
 hayakoe voice and the Open JTalk fallback say the same thing.
 """
 
@@ -82,7 +82,7 @@ _E2K = None
 
 
 def spell(word: str) -> str:
-    """Letter names of the ASCII letters in ``word`` (``ROS`` -> アールオーエス)."""
+    """Letter names of the ASCII letters in ``word`` (``GPU`` -> ジーピーユー)."""
     return ''.join(LETTERS.get(ch, '') for ch in word.lower())
 
 
