@@ -121,7 +121,9 @@ def parse(table: str) -> dict:
 #: Nouns of who a person is, after which の方 is that person (かた), not a side (ほう).
 PERSONS = ('御用', 'ご用', '担当', '係', 'ご家族', '関係者', 'ご希望', '初めて', 'お待ち',
            'ご利用', 'お急ぎ', 'お連れ', '該当', 'ご来場', 'ご来店', 'ご予約', 'お持ち', '保護者',
-           '車椅子', 'お子様連れ')
+           '車椅子', 'お子様連れ', 'お越し', 'ご参加', 'ご来院', 'お申し込み',
+           # 15番の方 (a number called), never 順番の方: a row does not match after a kanji.
+           '番')
 
 
 def _person_rows() -> dict:

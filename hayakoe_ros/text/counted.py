@@ -73,6 +73,8 @@ _TEN_MINUTES_RE = re.compile(r'(?<![\d.,])10(?=分(?!の))')
 # 分 of a tenth of a 割 (打率3割5分, 5分5厘) is ブ; Open JTalk reads the time's フン.
 _BU_RE = re.compile(r'(?:(?<=割)|(?<=割\ue001))(\d)分|(?<![\d.,])(\d)分(?=\d厘)')
 _KANJI_BU_RE = re.compile('(?<=割)([一二三四五六七八九])分')
+# Guests counted politely: Open JTalk reads 2名様 ニミョーサマ (1名様, 3名様 right).
+_MEI_RE = re.compile(r'(?<![\d.,])(\d+)名(?=様)')
 # The Nth sentence: Open JTalk reads 文目 as アヤメ (綾目) after most numbers.
 _BUNME_RE = re.compile(r'(?<![\d.,])(\d+)文目')
 # 件 never voices, but Open JTalk says サンゲン, センゲン after a number ending in ン.
@@ -134,8 +136,8 @@ def _ken(m: re.Match) -> str:
 def idioms(text: str, keep) -> str:
     """Numbers with fixed readings (see the module docstring).
 
-    Emergency numbers, はたち, ついたち, zero as レー, 10分, 分 of a 割 (ブ), 文目 (ブンメ)
-    and 件 (ケン, never ゲン).
+    Emergency numbers, はたち, ついたち, zero as レー, 10分, 分 of a 割 (ブ), 文目
+    (ブンメ), 件 (ケン, never ゲン) and 名様 (メー).
     """
     if '番' in text:
         text = _EMERGENCY_RE.sub(lambda m: keep(_EMERGENCY[m.group(1)]), text)
@@ -148,6 +150,8 @@ def idioms(text: str, keep) -> str:
     if '分' in text:
         text = _BU_RE.sub(lambda m: keep(number(m.group(1) or m.group(2)) + 'ブ'), text)
         text = _KANJI_BU_RE.sub(r'\1ブ', text)
+    if '名様' in text:
+        text = _MEI_RE.sub(lambda m: keep(number(m.group(1)) + 'メー'), text)
     if '文目' in text:
         text = _BUNME_RE.sub(lambda m: keep(number(m.group(1)) + 'ブンメ'), text)
     if '件' in text:
