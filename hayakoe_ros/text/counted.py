@@ -58,6 +58,8 @@ QUANTITY_AFTER = ('の量', 'の確率', 'の割合', 'の大きさ', 'の長さ
 _FRACTION_CONTEXT_RE = re.compile(
     r'(?:(?<=約)|(?<=およそ)|(?<=全体の))?(?<![\d/.:-])(\d{1,3})/(\d{1,3})(?![\d/])'
     r'(?=(%s))?' % '|'.join(QUANTITY_AFTER))
+# A blood pressure, upper over lower: 120/80 is ヒャクニジューのハチジュー.
+_PRESSURE_RE = re.compile(r'(血圧(?:は|が|[:：])?\s*)(\d{2,3})\s*/\s*(\d{2,3})(?![\d/])')
 _BUN_NO_RE = re.compile(r'(?<![\d.])(\d+)\s*分の\s*(\d+(?:\.\d+)?)')
 _KANJI_BUN_NO_RE = re.compile('([一二三四五六七八九十百千]+)分の(?=[一二三四五六七八九十百千])')
 
@@ -93,8 +95,12 @@ def fractions(text: str, keep) -> str:
         keep: The front end's no-cut wrapper (:func:`.frontend.keep`).
 
     ``a/b`` with no quantity word after it (:data:`QUANTITY_AFTER`) and no 約/およそ before
-    is left to the date step (``4/1`` is April 1st).
+    is left to the date step (``4/1`` is April 1st); after 血圧 it is upper over lower
+    (``120/80`` ヒャクニジューのハチジュー).
     """
+    if '/' in text and '血圧' in text:
+        text = _PRESSURE_RE.sub(
+            lambda m: m.group(1) + keep(number(m.group(2)) + 'の' + number(m.group(3))), text)
     if '/' in text:
         def frac(m: re.Match) -> str:
             before = m.string[max(0, m.start() - 3):m.start()]

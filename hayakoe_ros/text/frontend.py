@@ -102,7 +102,9 @@ _HYPHEN_RANGE_RE = re.compile(r'(?<=\d)[-–](?=\d)|(?<=\d[%時分秒日月年�
                               r'|(?:(?<=\d時間)|(?<=\dヶ月)|(?<=\dか月))[-–](?=\d)'
                               r'|(?<=\d)\s?[-–]\s?(?=[¥$€£₩]\d)')
 _FRACTION_RE = re.compile(r'(?<![\d/.])(\d+)/(\d+)(?![\d/])')
-_SPEED_RE = re.compile(r'(時速|秒速)?\s*(%s)\s*(km/h|m/s)(?![A-Za-z0-9])' % r'\d+(?:\.\d+)?')
+# After 風速 (wind speed) no 秒速 is added: 風速秒速5メートル said it twice.
+_SPEED_RE = re.compile(r'(時速|秒速|(?<=速)|(?<=速は)|(?<=速が))?\s*(%s)\s*(km/h|m/s)'
+                       r'(?![A-Za-z0-9])' % r'\d+(?:\.\d+)?')
 # A minus sign: not after a letter or digit (10-20 is a range, A-1 a name); an en dash
 # is one too where it stands alone before a number (気温は–5℃).
 _SIGN = r'(?:(?<![A-Za-z0-9.,\ue001])[-−–])'
@@ -286,7 +288,8 @@ def clock_reading(text: str) -> Optional[str]:
 
 
 def _speed(m: re.Match) -> str:
-    word = m.group(1) or ('時速' if m.group(3) == 'km/h' else '秒速')
+    word = m.group(1) if m.group(1) is not None else \
+        ('時速' if m.group(3) == 'km/h' else '秒速')
     return keep(word + number(m.group(2)) + ('キロ' if m.group(3) == 'km/h' else 'メートル'))
 
 
