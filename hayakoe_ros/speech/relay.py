@@ -66,11 +66,10 @@ END_GRACE_S = 0.25
 LENGTH_TOLERANCE_S = 0.0005
 
 
-#: Once every word has come, this many of the host's chunks' durations with no audio end
-#: the relay: the host sends a chunk per chunk's duration while it has audio (paced), and
-#: the robot's slack at the end is about the host's pacing lead (3 chunks) less what it
-#: holds back (the rest of a chunk, the fade's 10 ms).
-QUIET_CHUNKS = 1.5
+#: Once every word has come, the relay ends this long before the robot's published audio
+#: would run out (s) if no more has come by then: time for the last chunk to be released.
+#: Until then a late piece of the host's trailing audio is still taken (jitter on the way).
+DRY_MARGIN_S = 0.03
 
 #: How far the end of the host's marks may lie past the audio received when it has all
 #: come (s): a mark's ``time`` and ``duration`` are each whole ms.
@@ -200,11 +199,13 @@ def _relay_call(call: RemoteCall, utt: Utterance, attempt: Attempt, gain: float,
             # played, its pacing lead after its last chunk: the rest of a chunk and the
             # fade's held samples, waiting for that, came late on the robot (an underrun
             # before the last chunk of every relayed reply, loopback). Every word has
-            # come: once no audio has come for a chunk and a half, none is coming.
-            quiet = last_audio + QUIET_CHUNKS * relay.piece_s
-            if now >= quiet:
+            # come: what is left is the host's trailing silence, waited for as long as
+            # the robot's audio lasts (ending on a quiet spell of a chunk and a half lost
+            # the last chunk of a host delayed by 25 ms of jitter).
+            dry = relay.dry_at() - DRY_MARGIN_S
+            if now >= dry:
                 return relay.finish(put, clock, fade=True)
-            limit = min(limit, quiet)
+            limit = min(limit, dry)
         event = call.get(min(POLL_S, limit - now))
         if isinstance(event, RemoteMark):
             relay.mark(event)
@@ -253,7 +254,6 @@ class _Stream:
         self.marks: list = []     # received, not handed over yet
         self.word_ends: list = []  # (sample end, character end) of every word received
         self.sound_end_s = 0.0  # where the host's last timed mark received ends (s)
-        self.piece_s = 0.0  # the longest piece of the host's audio received (s): a chunk
 
     def mark(self, event: RemoteMark) -> None:
         """Put a remote mark on the robot's sample axis (start and end marks are ours)."""
@@ -271,7 +271,6 @@ class _Stream:
         """Resample, scale and hand over one piece (all but the held tail)."""
         pcm = np.asarray(event.pcm, np.float32)
         self.received_s += pcm.size / float(event.sample_rate)
-        self.piece_s = max(self.piece_s, pcm.size / float(event.sample_rate))
         if self.resampler is None or event.sample_rate != self.in_rate:
             if self.resampler is not None:
                 self.tail = np.concatenate([self.tail, self.resampler.resample_chunk(
@@ -299,6 +298,18 @@ class _Stream:
         received = self.lead + int(self.received_s * self.rate)
         return resume_index(self.attempt.segments, self._heard_end(received)) \
             >= len(self.attempt.segments)
+
+    def dry_at(self) -> float:
+        """When the robot's published audio runs out (clock s): its last whole chunk's end.
+
+        The publisher sends whole chunks, so the rest of one waits with the held samples;
+        the attempt's ``start_at`` is when the first relayed sample plays.
+        """
+        if not self.handed:
+            return float('inf')
+        whole = self.handed - self.handed % self.chunk_frames if self.chunk_frames \
+            else self.handed
+        return self.attempt.start_at + whole / self.rate
 
     def has(self, length_s: float) -> bool:
         """True once the host's audio received is ``length_s`` long (less the mark's rounding)."""
