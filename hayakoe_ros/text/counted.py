@@ -9,8 +9,8 @@ Called by :func:`.frontend.normalize` on text that still holds ASCII digits:
   ``N分のM`` always reads ブンノ (Open JTalk says ヨンプンノイチ for 四分の一).
 * :func:`ranges` (before the bare-number ranges): ``5〜6日`` -> 5日から6日 (イツカカラムイカ:
   the first number takes the counter, for the counters of :data:`POINT_COUNTERS`, whose
-  sound the number changes or which name a point in time, and つ: ニからミッツ mixes two
-  ways of counting; and 1〜2人, ヒトリからフタリ); ``9時〜18時`` -> から;
+  sound the number changes or which name a point in time; and 2〜3つ, ニからミッツ mixed
+  two ways of counting, and 1〜2人, ヒトリからフタリ); ``9時〜18時`` -> から;
   ``500円〜`` -> 500円から; ``土〜日`` -> ドからニチ, ``月〜金曜日`` ゲツからキン曜日.
 * :func:`idioms` (before plain numbers): ``110番`` ヒャクトーバン, ``20歳`` はたち,
   ``毎月1日`` ついたち, ``0時`` レージ, ``0度`` レード, ``10分`` ジュップン (never
@@ -27,12 +27,15 @@ _NUM = r'\d+(?:\.\d+)?'
 
 #: Counters the first number of a range takes too (``3〜4分`` -> 3分から4分).
 POINT_COUNTERS = ('時間', '日間', '週間', 'か月', 'ヶ月', 'カ月', '時', '分', '秒', '日', '月',
-                  '年', '割', '歳', '階', '週', '泊', 'つ')
+                  '年', '割', '歳', '階', '週', '泊')
 _COUNTER_RANGE_RE = re.compile(r'(?<![\d.])(%s)\s*[〜~]\s*(%s)(%s)' % (
     _NUM, _NUM, '|'.join(POINT_COUNTERS)))
 # 1〜2人: フタリ, a native reading, after a bare イチ mixes two ways of counting (2〜3人,
 # ニからサンニン, does not).
-_PEOPLE_RANGE_RE = re.compile(r'(?<![\d.])1\s*[〜~]\s*2人')
+_PEOPLE_RANGE_RE = re.compile(r'(?<![\d.])1\s*[〜~]\s*2人(?![一-鿿])')  # not 2人前, 2人組
+# 2〜3つ: things counted the native way (ひとつ-とお), not つまみ, つぶ after a number.
+_THINGS_RANGE_RE = re.compile(r'(?<![\d.])([1-9])\s*[〜~]\s*([1-9]|10)つ'
+                              r'(?=まで|[のでにはがをもとやずくほ、。！？!?\s）)」]|$)')
 # A range whose first number has its counter already: 9時〜18時, 3個〜5個.
 _AFTER_COUNTER_RE = re.compile(r'(?<=\d)([一-龥ぁ-ゖァ-ヶ]{1,2})\s*[〜~]\s*(?=\d|午前|午後)')
 # After a date's weekday in brackets: 1日(月)〜5日(金).
@@ -73,14 +76,17 @@ _ZERO_RE = re.compile(r'(?<![\d.,])0(?=時(?!間)|度)')
 # 十分前); written 一〇 the same numeral is split from 分 and read ジュップン everywhere.
 _TEN_MINUTES_RE = re.compile(r'(?<![\d.,])10(?=分(?!の))')
 # 分 of a tenth of a 割 (打率3割5分, 5分5厘) is ブ; Open JTalk reads the time's フン.
-_BU_RE = re.compile(r'(?:(?<=割)|(?<=割\ue001))(\d)分|(?<![\d.,])(\d)分(?=\d厘)')
-_KANJI_BU_RE = re.compile('(?<=割)([一二三四五六七八九])分')
+# Only after a rate (3割, 三割): 役割5分, 時間割5分前 are minutes.
+_BU_RE = re.compile(r'(?:(?<=[\d一二三四五六七八九十]割)|(?<=[\d一二三四五六七八九十]割\ue001))'
+                    r'(\d)分|(?<![\d.,])(\d)分(?=\d厘)')
+_KANJI_BU_RE = re.compile('(?<=[一二三四五六七八九十]割)([一二三四五六七八九])分')
 # Guests counted politely: Open JTalk reads 2名様 ニミョーサマ (1名様, 3名様 right).
 _MEI_RE = re.compile(r'(?<![\d.,])(\d+)名(?=様)')
 # The Nth sentence: Open JTalk reads 文目 as アヤメ (綾目) after most numbers.
-_BUNME_RE = re.compile(r'(?<![\d.,])(\d+)文目')
+_BUNME_RE = re.compile(r'(?<![\d.,])(\d+)文目(?!標)')
 # 件 never voices, but Open JTalk says サンゲン, センゲン after a number ending in ン.
-_KEN_RE = re.compile(r'(?<![\d.,])(\d+)件')
+_KEN_RE = re.compile(r'(?<![\d.,])(\d{1,3}(?:,\d{3})+|\d+)件')
+_KANJI_KEN_RE = re.compile('(?<=[三千万])件')
 # A weekday in brackets after a date: 1日(月) ツイタチゲツヨービ, not ツキ.
 # After 日, or after a date's reading (12/6(土): 十二月六日 between no-cut marks).
 _WEEKDAY_PAREN_RE = re.compile(r'(?:(?<=日)|(?<=日\ue001))\s*[（(]([月火水木金土日])'
@@ -128,6 +134,7 @@ def ranges(text: str) -> str:
         return text
     text = _COUNTER_RANGE_RE.sub(r'\1\3から\2\3', text)
     text = _PEOPLE_RANGE_RE.sub('1人から2人', text)
+    text = _THINGS_RANGE_RE.sub(r'\1つから\2つ', text)
     text = _AFTER_COUNTER_RE.sub(r'\1から', text)
     text = _AFTER_WEEKDAY_RE.sub('から', text)
     text = _OPEN_RANGE_RE.sub(r'\1から', text)
@@ -161,7 +168,7 @@ def idioms(text: str, keep) -> str:
     if '文目' in text:
         text = _BUNME_RE.sub(lambda m: keep(number(m.group(1)) + 'ブンメ'), text)
     if '件' in text:
-        text = _KEN_RE.sub(_ken, text)
+        text = _KANJI_KEN_RE.sub('ケン', _KEN_RE.sub(_ken, text))
     if '0' in text:
         text = _ZERO_RE.sub(lambda m: keep('零'), text)
         text = _TEN_MINUTES_RE.sub(lambda m: keep('一〇'), text)

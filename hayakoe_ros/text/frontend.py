@@ -129,6 +129,7 @@ UNITS = {
     'ms': 'ミリ秒', 'dB': 'デシベル', 'rpm': 'アールピーエム', 'fps': 'エフピーエス',
     'm2': '平方メートル', 'km2': '平方キロメートル', 'cm2': '平方センチメートル',
     'mm2': '平方ミリメートル', 'm3': '立方メートル', 'cm3': '立方センチメートル',
+    'mm3': '立方ミリメートル', 'km3': '立方キロメートル',
     'μm': 'マイクロメートル', 'nm': 'ナノメートル', 'hPa': 'ヘクトパスカル',
     'kPa': 'キロパスカル', 'kWh': 'キロワットアワー', 'Wh': 'ワットアワー', 'mV': 'ミリボルト',
 }
@@ -306,7 +307,10 @@ def _temp(m: re.Match) -> str:
 def _currency(m: re.Match) -> str:
     value = m.group(3)
     if m.group(5):
-        value = format(decimal.Decimal(value).scaleb(_SCALE[m.group(5)]).normalize(), 'f')
+        with decimal.localcontext() as exact:  # a long amount keeps every digit
+            exact.prec = 2 * len(value) + 12
+            value = format(decimal.Decimal(value.replace(',', '')).scaleb(
+                _SCALE[m.group(5)]).normalize(), 'f')
     return keep(_signed(m.group(1), value) + (m.group(4) or '') + _CURRENCY[m.group(2)])
 
 
