@@ -9,8 +9,8 @@ Order matters and is fixed: Unicode compatibility forms first (NFKC: ㍻ -> 平�
 full-width digits -> ASCII; Japanese punctuation 、。「」 is kept, and ．～ stay Japanese
 but ． between digits), Markdown's layout marks, then URLs and e-mail addresses, leading
 zeros of counted dates and times, user-dictionary Latin words, abbreviations, dates, times,
-phone numbers, temperatures, ranges, currency, percent and units, signed and plain numbers,
-and English words last.
+phone numbers, speeds, temperatures, ranges, money, percent and units (:mod:`.quantities`),
+signed and plain numbers, and English words last.
 
 Readings that must never be cut (a number, a date, a URL's reading) are wrapped in
 :data:`KEEP_OPEN` / :data:`KEEP_CLOSE` (private-use characters); :mod:`.segment`'s segmenter
@@ -19,13 +19,13 @@ never cuts inside them and removes the marks. :func:`strip_marks` removes them t
 
 from __future__ import annotations
 
-import decimal
 import re
 import unicodedata
 from typing import Callable, Optional
 
-from . import chars, corrections, counted, english, phones, symbols, userdict
+from . import chars, corrections, counted, english, phones, quantities, symbols, userdict
 from .numbers import MAX_CARDINAL_DIGITS, cardinal, digits, number
+from .quantities import NUM as _NUM, SIGN as _SIGN, signed as _signed
 
 KEEP_OPEN = '\ue000'
 KEEP_CLOSE = '\ue001'
@@ -47,7 +47,6 @@ _CURLY_RE = re.compile(r'(?<=[A-Za-z])[’‘](?=[A-Za-z])')
 _PADDED_RE = re.compile(r'(?<![\d.,:/-])0(?=\d[月日時分秒])|(?<![\d.,:/-])0(?=0[時分秒])'
                         r'|(?<=第)0+(?=\d)')
 
-_NUM = r'\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?'
 
 _URL_CHARS = r'[A-Za-z0-9\-._~:/?#@!$&*+,;=%]'
 _URL_RE = re.compile(r'(?<![A-Za-z0-9])(?:https?|ftp)://%s+|(?<![A-Za-z0-9.])www\.%s+'
@@ -102,39 +101,7 @@ _HYPHEN_RANGE_RE = re.compile(r'(?<=\d)[-–](?=\d)|(?<=\d[%時分秒日月年�
                               r'|(?:(?<=\d時間)|(?<=\dヶ月)|(?<=\dか月))[-–](?=\d)'
                               r'|(?<=\d)\s?[-–]\s?(?=[¥$€£₩]\d)')
 _FRACTION_RE = re.compile(r'(?<![\d/.])(\d+)/(\d+)(?![\d/])')
-# After 風速 (wind speed) no 秒速 is added: 風速秒速5メートル said it twice.
-_SPEED_RE = re.compile(r'(時速|秒速|(?<=速)|(?<=速は)|(?<=速が))?\s*(%s)\s*(km/h|m/s)'
-                       r'(?![A-Za-z0-9])' % r'\d+(?:\.\d+)?')
-# A minus sign: not after a letter or digit (10-20 is a range, A-1 a name); an en dash
-# is one too where it stands alone before a number (気温は–5℃).
-_SIGN = r'(?:(?<![A-Za-z0-9.,\ue001])[-−–])'
-_TEMP_RE = re.compile(r'(%s)?(%s)\s*°\s*([CF])(?![A-Za-z])' % (_SIGN, _NUM))
 _RANGE_RE = re.compile(r'(%s)\s*[~〜]\s*(?=[-−]?\d|\ue000)' % _NUM)
-# English scales after an amount ($5M, $1.2B, €300K) are multiplied out: 五百万ドル.
-_CURRENCY_RE = re.compile(r'(%s)?([¥$€£₩])\s*(%s)(?:\s*([万億兆])|(K|M|B|bn|mn)(?![A-Za-z]))?'
-                          % (_SIGN, _NUM))
-_SCALE = {'K': 3, 'M': 6, 'mn': 6, 'B': 9, 'bn': 9}
-_CURRENCY = {'¥': '円', '$': 'ドル', '€': 'ユーロ', '£': 'ポンド', '₩': 'ウォン'}
-_PERCENT_RE = re.compile(r'(%s)?(%s)\s*%%' % (_SIGN, _NUM))
-
-#: Units read after a number (longest first in the pattern).
-UNITS = {
-    'km/h': 'キロメートル毎時', 'm/s': 'メートル毎秒', 'km': 'キロメートル',
-    'cm': 'センチメートル', 'mm': 'ミリメートル', 'm': 'メートル', 'kg': 'キログラム',
-    'mg': 'ミリグラム', 'g': 'グラム', 'mL': 'ミリリットル', 'ml': 'ミリリットル',
-    'L': 'リットル', 'kHz': 'キロヘルツ', 'MHz': 'メガヘルツ', 'GHz': 'ギガヘルツ',
-    'Hz': 'ヘルツ', 'kW': 'キロワット', 'W': 'ワット', 'mAh': 'ミリアンペアアワー',
-    'mA': 'ミリアンペア', 'V': 'ボルト', 'A': 'アンペア', 'TB': 'テラバイト',
-    'GB': 'ギガバイト', 'MB': 'メガバイト', 'KB': 'キロバイト', 'kB': 'キロバイト',
-    'ms': 'ミリ秒', 'dB': 'デシベル', 'rpm': 'アールピーエム', 'fps': 'エフピーエス',
-    'm2': '平方メートル', 'km2': '平方キロメートル', 'cm2': '平方センチメートル',
-    'mm2': '平方ミリメートル', 'm3': '立方メートル', 'cm3': '立方センチメートル',
-    'mm3': '立方ミリメートル', 'km3': '立方キロメートル',
-    'μm': 'マイクロメートル', 'nm': 'ナノメートル', 'hPa': 'ヘクトパスカル',
-    'kPa': 'キロパスカル', 'kWh': 'キロワットアワー', 'Wh': 'ワットアワー', 'mV': 'ミリボルト',
-}
-_UNIT_RE = re.compile(r'(%s)?(%s)\s*(%s)(?![A-Za-z0-9])' % (
-    _SIGN, _NUM, '|'.join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True))))
 _SIGNED_RE = re.compile(r'%s(%s)' % (_SIGN, _NUM))
 _NUMBER_RE = re.compile(_NUM)
 # A ratio or score: a colon with one digit after it is no clock time (3:1, 16:9).
@@ -288,32 +255,6 @@ def clock_reading(text: str) -> Optional[str]:
     return None if m is None else _clock(m)
 
 
-def _speed(m: re.Match) -> str:
-    word = m.group(1) if m.group(1) is not None else \
-        ('時速' if m.group(3) == 'km/h' else '秒速')
-    return keep(word + number(m.group(2)) + ('キロ' if m.group(3) == 'km/h' else 'メートル'))
-
-
-def _signed(sign: Optional[str], value: str) -> str:
-    return ('マイナス' if sign else '') + number(value)
-
-
-def _temp(m: re.Match) -> str:
-    head = '華氏' if m.group(3) == 'F' else ''
-    value = '零' if m.group(2) == '0' else _signed(m.group(1), m.group(2))  # 0℃: レード
-    return keep(head + value + '度')
-
-
-def _currency(m: re.Match) -> str:
-    value = m.group(3)
-    if m.group(5):
-        with decimal.localcontext() as exact:  # a long amount keeps every digit
-            exact.prec = 2 * len(value) + 12
-            value = format(decimal.Decimal(value.replace(',', '')).scaleb(
-                _SCALE[m.group(5)]).normalize(), 'f')
-    return keep(_signed(m.group(1), value) + (m.group(4) or '') + _CURRENCY[m.group(2)])
-
-
 #: Digits per group when a long digit string (a code, more than MAX_CARDINAL_DIGITS) is
 #: read digit by digit: groups of four with a short pause between, as such codes are read
 #: aloud, so that segments are cut between groups and never inside a digit's reading.
@@ -395,16 +336,9 @@ def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> 
     text = _KEPT_RANGE_RE.sub(lambda m: (m.group(1) or m.group(2) or '') + 'から', text)
     text = _HYPHEN_RANGE_RE.sub('から', text)
     text = counted.ranges(text)
-    text = _SPEED_RE.sub(_speed, text)
-    text = _TEMP_RE.sub(_temp, text)
-    text = symbols.degrees(text, keep)
+    text = quantities.measures(text, keep)
     text = _RANGE_RE.sub(lambda m: m.group(1) + 'から', text)
-    text = _CURRENCY_RE.sub(_currency, text)
-    # A sign before them is read (-3% was サンパーセント: the meaning flipped).
-    text = _PERCENT_RE.sub(lambda m: keep(_signed(m.group(1), m.group(2)) + 'パーセント'),
-                           text)
-    text = _UNIT_RE.sub(lambda m: keep(_signed(m.group(1), m.group(2)) + UNITS[m.group(3)]),
-                        text)
+    text = quantities.amounts(text, keep)
     text = _NUMBERS_SPACE_RE.sub('、', text)
     text = _SIGNED_RE.sub(lambda m: keep('マイナス' + number(m.group(1))), text)
     text = counted.idioms(text, keep)
