@@ -108,9 +108,9 @@ def test_bad_input_is_rejected_and_the_queue_keeps_serving(rig, text, code):
 
 def test_control_characters_are_stripped(rig):
     sched, _, _, _, _ = rig(pacing=False)
-    utt = submit_text(sched, '\x1bROSの\x00nodeを起動します。', VOICE)
+    utt = submit_text(sched, '\x1bロボットの\x00電源を入れます。', VOICE)
     assert utt.wait(T) and utt.outcome is Outcome.SUCCEEDED
-    assert utt.text == 'ROSのnodeを起動します。'
+    assert utt.text == 'ロボットの電源を入れます。'
     assert utt.audio_samples == ToneEngine.samples_for(utt.text)
 
 
