@@ -32,10 +32,11 @@ _COUNTER_RANGE_RE = re.compile(r'(?<![\d.])(%s)\s*[〜~]\s*(%s)(%s)' % (
     _NUM, _NUM, '|'.join(POINT_COUNTERS)))
 # 1〜2人: フタリ, a native reading, after a bare イチ mixes two ways of counting (2〜3人,
 # ニからサンニン, does not).
-_PEOPLE_RANGE_RE = re.compile(r'(?<![\d.])1\s*[〜~]\s*2人(?![一-鿿])')  # not 2人前, 2人組
-# 2〜3つ: things counted the native way (ひとつ-とお), not つまみ, つぶ after a number.
-_THINGS_RANGE_RE = re.compile(r'(?<![\d.])([1-9])\s*[〜~]\s*([1-9]|10)つ'
-                              r'(?=まで|[のでにはがをもとやずくほ、。！？!?\s）)」]|$)')
+# Not 1〜2人前 (portions, イチニンマエ) or 1〜2人称 (persons of grammar, ニニンショー).
+_PEOPLE_RANGE_RE = re.compile(r'(?<![\d.])1\s*[〜~]\s*2人(?![前称])')
+# 2〜3つ: things counted the native way (ひとつ-とお; 2〜3つ目, 2〜3つ入り), but not a
+# pinch or a grain after a number (塩2〜3つまみ, 2〜3つぶ).
+_THINGS_RANGE_RE = re.compile(r'(?<![\d.])([1-9])\s*[〜~]\s*([1-9]|10)つ(?!まみ|ぶ)')
 # A range whose first number has its counter already: 9時〜18時, 3個〜5個.
 _AFTER_COUNTER_RE = re.compile(r'(?<=\d)([一-龥ぁ-ゖァ-ヶ]{1,2})\s*[〜~]\s*(?=\d|午前|午後)')
 # After a date's weekday in brackets: 1日(月)〜5日(金).

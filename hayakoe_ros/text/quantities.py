@@ -22,7 +22,8 @@ from .numbers import number
 NUM = r'\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?'
 # After 風速 (wind speed) no 秒速 is added: 風速秒速5メートル said it twice.
 _SPEED_RE = re.compile(r'(時速|秒速|(?<=速)|(?<=速は)|(?<=速が))?\s*(%s)\s*(km/h|m/s)'
-                       r'(?![A-Za-z0-9])' % r'\d+(?:\.\d+)?')
+                       r'(?![A-Za-z0-9])' % NUM)
+
 # A minus sign: not after a letter or digit (10-20 is a range, A-1 a name); an en dash
 # is one too where it stands alone before a number (気温は–5℃).
 SIGN = r'(?:(?<![A-Za-z0-9.,\ue001])[-−–])'
