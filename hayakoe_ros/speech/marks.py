@@ -183,9 +183,7 @@ def segment_marks(seg, phones: Sequence, offset: int, floor: int,
         :class:`Mark` objects sorted by position (ties: sentence, ssml, word, viseme,
         phoneme), positions >= ``floor``.
     """
-    top = limit if limit is not None else float('inf')
-    spans = [(p.symbol, int(min(top, max(floor, offset + p.start))),
-              int(min(top, max(floor, offset + p.end))))
+    spans = [(p.symbol, int(max(floor, offset + p.start)), int(max(floor, offset + p.end)))
              for p in phones if p.symbol != 'sil']
     marks: list = []
     for symbol, start, end in spans:
@@ -205,9 +203,9 @@ def segment_marks(seg, phones: Sequence, offset: int, floor: int,
         else:
             head = phones[found[0]]
             after_silence = found[0] == 0 or phones[found[0] - 1].symbol in SILENT
-            start = int(min(top, max(floor, offset + head.start
-                                     + (_heard_from(head, audio) if after_silence else 0))))
-            end = int(min(top, max(start, offset + phones[found[1]].end)))
+            start = int(max(floor, offset + head.start
+                            + (_heard_from(head, audio) if after_silence else 0)))
+            end = int(max(start, offset + phones[found[1]].end))
             cursor = end
         word_at.append(start)
         marks.append(Mark('word', start, end - start, word.start, word.end, word.value))
@@ -218,6 +216,8 @@ def segment_marks(seg, phones: Sequence, offset: int, floor: int,
     for mark in seg.marks:
         at = word_at[mark.before] if mark.before < len(word_at) else seg_end
         marks.append(Mark('ssml', at, 0, mark.start, mark.end, mark.name))
+    if limit is not None:
+        marks = list(ending_at(marks, limit))
     order = {'sentence': 0, 'ssml': 1, 'word': 2, 'viseme': 3, 'phoneme': 4}
     marks.sort(key=lambda m: (m.position, order[m.kind]))
     return marks
@@ -237,9 +237,10 @@ def marks_before(marks: Sequence, end: int) -> tuple:
 def ending_at(marks: Sequence, limit: int) -> tuple:
     """``marks`` held to end by stream position ``limit`` (one past a segment's last sample).
 
-    What :func:`segment_marks` does with its ``limit``, for marks made before the
-    segment's end was known: a phoneme or viseme left with no samples is dropped, a word,
-    sentence or SSML mark moved to ``limit`` (a point in time, duration 0).
+    The one place a segment's end bounds its marks: :func:`segment_marks` applies it with
+    its ``limit``, and the synthesis to the marks of a segment in windows, made before its
+    end was known. A phoneme or viseme left with no samples is dropped; a word, sentence
+    or SSML mark is moved to ``limit`` (a point in time, duration 0).
     """
     out = []
     for m in marks:

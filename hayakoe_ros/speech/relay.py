@@ -224,7 +224,6 @@ def _relay_call(call: RemoteCall, utt: Utterance, attempt: Attempt, gain: float,
             return relay.finish(put, clock)  # all the announced audio came: nothing to wait for
 
 
-
 class _Stream:
     """The relayed audio of one attempt: resampling, gain, the held fade tail, marks.
 
