@@ -326,10 +326,11 @@ def annotate(text: str, is_ssml: bool, outputs: list, segments: list) -> list:
     breaks = [m.start() for m in _BREAK_RE.finditer(text)] if marks else []
     for name, start, stop in marks:
         hit = next(((i, k, w) for i, k, w in flat if w.start >= stop), None)
-        before = [(i, w) for i, _, w in flat if w.end <= start]
-        if hit is not None and before and any(stop <= b < hit[2].start for b in breaks):
-            i = before[-1][0]
-            k = len(per_segment[i])
+        before = None
+        if hit is not None and any(stop <= b < hit[2].start for b in breaks):
+            before = next((i for i, _, w in reversed(flat) if w.end <= start), None)
+        if before is not None:
+            i, k = before, len(per_segment[before])
         elif hit is not None:
             i, k = hit[0], hit[1]
         else:
