@@ -94,6 +94,7 @@ REREAD = {
     'Wi-Fi': (['w i:1_1', 'f a i n o:3_1'], ['w a i f a i n o:5_5']),
     'ROS 2': (['a a r u o o e s u n i n o:9_7'], ['r o s U ts u u n o:5_3']),
     'ROSの': (['a a r u o o e s u n o:8_3'], ['r o s u n o:3_1']),
+    '3〜5個': (['s a N k a r a:4_4'], ['s a N k o k a r a:5_5']),
 }
 
 

@@ -27,7 +27,11 @@ _NUM = r'\d+(?:\.\d+)?'
 
 #: Counters the first number of a range takes too (``3〜4分`` -> 3分から4分).
 POINT_COUNTERS = ('時間', '日間', '週間', 'か月', 'ヶ月', 'カ月', '時', '分', '秒', '日', '月',
-                  '年', '割', '歳', '階', '週', '泊')
+                  '年', '割', '歳', '階', '週', '泊',
+                  # Counted things whose first number changes its sound (イッポン, サンボン):
+                  # a bare イチ before them said "イチカラニホン", heard as "from 1, Japan".
+                  '本', '杯', '匹', '回', '個', '件', '冊', '軒', '曲', '足', '頭', '発', '着',
+                  '羽', '点', '歩', '勝', '敗', '通(?!り)')
 _COUNTER_RANGE_RE = re.compile(r'(?<![\d.])(%s)\s*[〜~]\s*(%s)(%s)' % (
     _NUM, _NUM, '|'.join(POINT_COUNTERS)))
 # 1〜2人: フタリ, a native reading, after a bare イチ mixes two ways of counting (2〜3人,
