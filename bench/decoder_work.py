@@ -65,9 +65,10 @@ def overlap(engine, voice, text: str, first_text: str, reps: int) -> dict:
     """Decoder seconds of the first segment in windows vs whole, over ``reps`` pairs.
 
     Each repetition decodes the segment whole and in windows, in alternating order; the
-    extra time is the median of the pairs' differences (on a shared 2-core machine a
-    single pair swings by +-10 % of the segment, more than the effect measured), over
-    the median of three whole decodes of the 1-sentence utterance.
+    extra time (wall, and the process's CPU) is the median of the pairs' differences (on
+    a shared 2-core machine a single pair swings by +-10 % of the segment, more than the
+    effect measured), over the median of three whole decodes of the 1-sentence
+    utterance.
     """
     import statistics
 
@@ -79,19 +80,21 @@ def overlap(engine, voice, text: str, first_text: str, reps: int) -> dict:
     z, g, _ = staged.first_stage(hk.synthesizer_feed(engine.speaker, feats, voice))
     frames = int(z.shape[2])
     plan = window_plan(frames, staged.hop, engine._first_frames)  # noqa: SLF001
-    whole_t, win_t = [], []
+    whole_t, win_t, whole_cpu, win_cpu = [], [], [], []
 
     def timed_whole() -> None:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         staged.decode(z, g, 0, frames * staged.hop)
         whole_t.append(time.perf_counter() - t0)
+        whole_cpu.append(time.process_time() - c0)
 
     def timed_windows() -> None:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         stream = staged.stream(z, g)
         for lo, hi in plan:
             stream.decode(lo, hi)
         win_t.append(time.perf_counter() - t0)
+        win_cpu.append(time.process_time() - c0)
 
     for rep in range(reps):
         for step in ((timed_whole, timed_windows) if rep % 2 == 0
@@ -114,12 +117,14 @@ def overlap(engine, voice, text: str, first_text: str, reps: int) -> dict:
     zt, gt, _ = staged.first_stage(hk.synthesizer_feed(engine.speaker, full, voice))
     work_utt = _work(staged, macs, lambda: staged.decode(zt, gt, 0,
                                                          int(zt.shape[2]) * staged.hop))
-    utt_t = []
+    utt_t, utt_cpu = [], []
     for _ in range(3):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         staged.decode(zt, gt, 0, int(zt.shape[2]) * staged.hop)
         utt_t.append(time.perf_counter() - t0)
+        utt_cpu.append(time.process_time() - c0)
     utt_dec = statistics.median(utt_t)
+    cpu_extra = statistics.median(w - h for w, h in zip(win_cpu, whole_cpu))
     extra = statistics.median(w - h for w, h in zip(win_t, whole_t))
     whole_s = statistics.median(whole_t)
     return {'frames': frames, 'windows': [(hi - lo) // staged.hop for lo, hi in plan],
@@ -127,6 +132,9 @@ def overlap(engine, voice, text: str, first_text: str, reps: int) -> dict:
             'whole_all_s': whole_t, 'windows_all_s': win_t,
             'extra_of_segment': extra / whole_s, 'utterance_decoder_s': utt_dec,
             'extra_of_utterance': extra / utt_dec,
+            # The same pairs in the process's CPU time (every thread): the second thread
+            # idles through the windows' short runs, which costs wall time, not CPU.
+            'cpu_extra_of_utterance': cpu_extra / statistics.median(utt_cpu),
             # The estimate this replaced (best of each side): kept to compare.
             'extra_of_utterance_best': (min(win_t) - min(whole_t)) / utt_dec,
             # Load-independent: the pieces' multiply-adds, windows in a stream and each
