@@ -43,6 +43,7 @@ from .engines import UnknownStyleError
 from .node import log_bridge
 from .node.audio_out import AudioOut
 from .node.marks_out import MarksOut
+from .node.param_spec import split_names
 from .node.speech_in import SpeechIn
 from .node.diagnostics import (Snapshot, SpeechStats, build_status, rate_values,
                                twin_count)
@@ -156,6 +157,8 @@ class TTSNode(TeardownNode):
                     self._values(SCHEDULER_PARAMETERS, changes))))
             if scheduler is not None and set(changes) & set(OFFBOARD_LIVE):
                 scheduler.configure(**{k: v for k, v in changes.items() if k in OFFBOARD_LIVE})
+            if 'mark_types' in changes and self._declared:  # else set at configure
+                self._marks.set_kinds(split_names(changes['mark_types']))
         except (ValueError, UnknownStyleError) as exc:
             if self._declared:  # start-up values are reported by on_configure
                 self.get_logger().warning(f'parameter change rejected: {exc}')
@@ -189,6 +192,7 @@ class TTSNode(TeardownNode):
             self._out.open(self._p('qos_depth'))
             if self._p('marks'):  # else no publisher: nothing goes out on 'marks'
                 self._marks.open(self._p('qos_depth'))
+            self._marks.set_kinds(split_names(self._p('mark_types')))
             self._speech_in.open_urgent()
             self._say = SayActionServer(self, self._speech_in.speak_goal, self._cancel,
                                         self._out.message, self._p('qos_depth'), self._group,

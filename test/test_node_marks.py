@@ -141,3 +141,43 @@ def test_a_refused_text_gets_an_end_mark_with_the_error(ojt_node, ros_client, ma
         end = marks.wait_end(bytes(handle.goal_id.uuid).hex(), timeout=10)
         assert end['value'] == 'aborted' and end['heard'] == ''
         assert end['error'] in result.result.text
+
+
+def test_mark_types_choose_what_goes_out_live(ojt_node, ros_client, mark_listener):
+    from rclpy.parameter import Parameter
+    from rclpy.parameter_client import AsyncParameterClient
+
+    marks = mark_listener
+    params = AsyncParameterClient(ros_client.node, ojt_node.topic(ojt_node.name))
+    assert params.wait_for_services(timeout_sec=10)
+
+    def set_types(value):
+        return wait_future(params.set_parameters(
+            [Parameter('mark_types', value=value)]), 10).results[0]
+
+    # A misspelt kind is refused, naming it, and the value stays as it was.
+    bad = set_types('word,visme')
+    assert not bad.successful and "'visme'" in bad.reason and 'viseme' in bad.reason
+    got = wait_future(params.get_parameters(['mark_types']), 10).values[0].string_value
+    assert got == 'sentence,word,phoneme,viseme,ssml'
+    action = ros_client.action_client(ojt_node.topic('say'))
+    try:
+        assert set_types('word, viseme').successful
+        handle, _ = send_goal(ros_client, action, '<speak>はい<mark name="m"/>、どうぞ。</speak>')
+        key = bytes(handle.goal_id.uuid).hex()
+        assert wait_future(handle.get_result_async(), 30).status == \
+            GoalStatus.STATUS_SUCCEEDED
+        end = marks.wait_end(key)
+        assert end['value'] == 'succeeded' and end['heard_end'] > 0
+        kinds = {m['type'] for m in marks.of(key)}
+        assert kinds == {'start', 'word', 'viseme', 'end'}
+        assert [w['value'] for w in marks.of(key, 'word')] == ['はい', 'どうぞ']
+    finally:
+        assert set_types('sentence,word,phoneme,viseme,ssml').successful
+    # Back to every kind from the next utterance on.
+    handle, _ = send_goal(ros_client, action, '<speak>はい<mark name="m"/>。</speak>')
+    key = bytes(handle.goal_id.uuid).hex()
+    wait_future(handle.get_result_async(), 30)
+    marks.wait_end(key)
+    assert {m['type'] for m in marks.of(key)} == {'start', 'sentence', 'word', 'phoneme',
+                                                 'viseme', 'ssml', 'end'}

@@ -34,7 +34,7 @@ from rclpy.qos_overriding_options import QoSOverridingOptions
 from std_msgs.msg import String
 
 from ..speech import CancelReason, Outcome, Utterance
-from ..speech.marks import TIMED, Mark
+from ..speech.marks import KINDS, TIMED, Mark
 
 #: Cancel reasons that mean someone interrupted the robot (a barge-in, a newer text, a
 #: stop): the end mark says ``interrupted``. A client's own cancel is ``canceled``; the
@@ -92,6 +92,24 @@ class MarksOut:
         self._pub: Optional[Publisher] = None
         self._lock = threading.Lock()
         self._origin: dict = {}  # utterance key -> (first sample's ns, its play time)
+        # Kinds published besides start and end; swapped whole (one reference), so the
+        # publishing thread reads either set, never a half-changed one.
+        self._kinds: frozenset = frozenset(KINDS)
+
+    def set_kinds(self, kinds) -> None:
+        """Publish only these kinds of mark (of ``speech.marks.KINDS``) from the next on.
+
+        ``start`` and ``end`` always go out: they frame an utterance and carry what was
+        heard. Every mark is still worked out: what was heard is counted from them.
+
+        Raises:
+            ValueError: a kind not in ``KINDS``.
+        """
+        kinds = frozenset(kinds)
+        if kinds - set(KINDS):
+            raise ValueError(f'unknown mark kinds {sorted(kinds - set(KINDS))}; '
+                             f'known: {", ".join(KINDS)}')
+        self._kinds = kinds
 
     def open(self, depth: int) -> None:
         """Create the publisher: reliable, keep-last ``depth``, volatile, QoS overridable."""
@@ -117,6 +135,8 @@ class MarksOut:
 
     def publish(self, utt: Utterance, mark: Mark, play_time: float) -> None:
         """Publish one mark of ``utt`` whose first sample plays at ``play_time`` (s)."""
+        if mark.kind not in ('start', 'end') and mark.kind not in self._kinds:
+            return
         with self._lock:
             if mark.kind == 'start':
                 stamp = self._stamp_ns(utt, play_time)

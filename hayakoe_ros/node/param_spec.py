@@ -20,7 +20,8 @@ from typing import Iterable, Optional, Union
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 ParameterType)
 
-__all__ = ['Apply', 'ParameterSpec', 'Value', 'declare_specs', 'unknown_parameters']
+__all__ = ['Apply', 'ParameterSpec', 'Value', 'declare_specs', 'split_names',
+           'unknown_parameters']
 
 Value = Union[bool, int, float, str]
 
@@ -57,6 +58,8 @@ class ParameterSpec:
         apply: When a change takes effect (:class:`Apply`).
         range: Inclusive ``(low, high)`` for numbers, else None.
         choices: Allowed values for strings, else None.
+        items: For a string that lists names separated by commas (spaces around them
+            ignored; empty: none), the names allowed in it, else None.
     """
 
     name: str
@@ -65,6 +68,7 @@ class ParameterSpec:
     apply: Apply = Apply.LIVE
     range: Optional[tuple] = None
     choices: Optional[tuple] = None
+    items: Optional[tuple] = None
 
     @property
     def type_name(self) -> str:
@@ -75,6 +79,8 @@ class ParameterSpec:
         """What values are allowed, in words (empty when any value of the type is)."""
         if self.choices:
             return 'one of: ' + ', '.join(self.choices)
+        if self.items:
+            return 'names separated by commas, each one of: ' + ', '.join(self.items)
         if self.range:
             return (f'{_article(self.type_name)} {self.type_name} in '
                     f'[{self.range[0]:g}, {self.range[1]:g}]')
@@ -84,7 +90,7 @@ class ParameterSpec:
         """The ``ParameterDescriptor`` declared for it (type, range, description, choices)."""
         desc = ParameterDescriptor(name=self.name, type=_TYPES[type(self.default)][1],
                                    description=self.description, read_only=False)
-        if self.choices:
+        if self.choices or self.items:
             desc.additional_constraints = self.allowed()
         elif self.range and isinstance(self.default, float):
             desc.floating_point_range = [FloatingPointRange(
@@ -106,10 +112,16 @@ class ParameterSpec:
         if expected is float and isinstance(value, int) and not isinstance(value, bool):
             ok_type = True
         if not ok_type:
-            return (f"parameter '{self.name}': {value!r} is a {type(value).__name__}, "
+            given = type(value).__name__
+            return (f"parameter '{self.name}': {value!r} is {_article(given)} {given}, "
                     f'expected {_article(self.type_name)} {self.type_name}')
         if self.choices and value not in self.choices:
             return f"parameter '{self.name}': {value!r} is not allowed; {self.allowed()}"
+        if self.items:
+            wrong = [name for name in split_names(value) if name not in self.items]
+            if wrong:
+                return (f"parameter '{self.name}': {', '.join(map(repr, wrong))} in "
+                        f'{value!r} not allowed; {self.allowed()}')
         if self.range and isinstance(value, (int, float)) and not isinstance(value, bool):
             low, high = self.range
             if not (math.isfinite(value) and low <= value <= high):
@@ -117,6 +129,11 @@ class ParameterSpec:
                         f'{self.allowed()}')
         return None
 
+
+
+def split_names(value: str) -> list:
+    """The names of a comma-separated list parameter, stripped, empty ones left out."""
+    return [name.strip() for name in value.split(',') if name.strip()]
 
 
 #: Parameters rclpy declares on every node.

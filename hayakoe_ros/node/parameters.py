@@ -16,6 +16,7 @@ from typing import Iterable, Optional
 
 from ..engines import VoiceParams
 from ..speech import QueuePolicy, SchedulerConfig
+from ..speech.marks import KINDS as MARK_KINDS
 from ..engines.phrase_cache import MAX_CACHE_MB
 from ..engines.values import Spinning
 from ..text.segment import FIRST_SEGMENT_MORAE
@@ -195,6 +196,9 @@ _SPECS = (
                   'visemes, what was heard). false: nothing is published there (what was '
                   "heard is still tracked: a canceled goal's result text).",
                   Apply.RELOAD),
+    ParameterSpec('mark_types', ','.join(MARK_KINDS), "Which marks go out on 'marks', "
+                  'separated by commas (a face needs viseme, captions word): each message '
+                  'costs the node CPU. start and end always go out.', items=MARK_KINDS),
     ParameterSpec('output_rate', 0, "Sample rate of the published audio (Hz): 0 = the "
                   "engine's own (hayakoe 44100, Open JTalk 48000); else the voice, fallback "
                   'included, is resampled to it (libsoxr). At least 8000.', Apply.RELOAD,
@@ -286,6 +290,8 @@ def parameter_table() -> str:
     for spec in PARAMETERS.values():
         if spec.choices:
             values = ' / '.join(f'`{c}`' for c in spec.choices)
+        elif spec.items:
+            values = 'any of ' + ', '.join(f'`{c}`' for c in spec.items)
         elif spec.range:
             values = f'[{spec.range[0]:g}, {spec.range[1]:g}]'
         else:

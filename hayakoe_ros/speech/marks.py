@@ -25,6 +25,10 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+#: Kinds of mark within an utterance (between its ``start`` and ``end``, which the node
+#: adds).
+KINDS = ('sentence', 'word', 'phoneme', 'viseme', 'ssml')
+
 #: Kinds of mark that last (a ``duration``); the others are points in time.
 TIMED = frozenset({'word', 'phoneme', 'viseme'})
 
