@@ -117,7 +117,7 @@ class ParameterSpec:
                     f'expected {_article(self.type_name)} {self.type_name}')
         if self.choices and value not in self.choices:
             return f"parameter '{self.name}': {value!r} is not allowed; {self.allowed()}"
-        if self.items:
+        if self.items and isinstance(value, str):
             wrong = [name for name in split_names(value) if name not in self.items]
             if wrong:
                 return (f"parameter '{self.name}': {', '.join(map(repr, wrong))} in "
