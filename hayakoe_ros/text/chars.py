@@ -85,6 +85,29 @@ _SUPERSCRIPT = str.maketrans('⁰¹²³⁴⁵⁶⁷⁸⁹⁻', '0123456789-')
 _POWER_RE = re.compile('(?<=[0-9０-９])(⁻?[⁰¹²³⁴⁵⁶⁷⁸⁹]+)')
 
 
+# Pictographs: emoji (the Unicode emoji blocks, dingbats, miscellaneous symbols and
+# technical signs, arrows), ©, ® and ™. None is spoken, and left in the text Open JTalk
+# joins one to the word after it (明日は☀晴れ read バレ, ☔雨 ウ) or reads it as a word
+# (the ♀ of 🙇‍♀️ メス, ™ as TM ム): each run becomes a space, a word boundary with no pause. A
+# keycap's digit stays (1️⃣ is 1). Geometric shapes (○ ◯ ■ ▲, read as placeholders and
+# bullets) and enclosed numbers (① is 1) are not pictographs here.
+_PICTOGRAPH_RE = re.compile('[\u00a9\u00ae\u2122\u2139\u2190-\u21ff\u2300-\u23ff'
+                            '\u2600-\u27bf\u2b00-\u2bff\u3030\u303d'
+                            '\U0001f000-\U0001faff]+')
+_KEYCAP = '\u20e3'
+
+
+def pictographs(text: str) -> str:
+    """Each run of pictographs (emoji, ``☀``, ``→``, ``™``) a space; a keycap its digit.
+
+    Run on text to be read, after the input checks (which count an emoji-only text as
+    nothing speakable, not as empty). ``™`` and ``ℹ`` reach it because
+    :func:`~.frontend.compat_normalize` keeps them from NFKC (``TM``, ``i``).
+    """
+    text = _PICTOGRAPH_RE.sub(' ', text)
+    return text.replace(_KEYCAP, '') if _KEYCAP in text else text
+
+
 def before_nfkc(text: str) -> str:
     """Variation selectors dropped; Roman numerals and rare kanji variants replaced.
 

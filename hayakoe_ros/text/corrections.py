@@ -89,6 +89,15 @@ TABLE = """
 扉が開	扉があ
 窓が開	窓があ
 店が開	店があ
+# 他 (other) before a particle: ほか (Open JTalk: た, 他に タニ); その他 stays そのた
+他に	ほかに
+他の	ほかの
+他は	ほかは
+その他	その他
+# 値 of a measurement: あたい (Open JTalk: ね, the price); 値段, 値下げ are whole words
+値を	あたいを
+値は	あたいは
+の値	のあたい
 # everyday words with a wrong first reading
 明後日	あさって
 お手数	おてすう

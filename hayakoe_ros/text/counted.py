@@ -5,7 +5,7 @@
 Called by :func:`.frontend.normalize` on text that still holds ASCII digits:
 
 * :func:`fractions` (before month/day dates): ``1/4の量`` is a quarter, not January 4th,
-  when a quantity word follows (:data:`QUANTITY_AFTER`) or 約/およそ comes before; and
+  when a quantity word follows (:data:`QUANTITY_AFTER`) or comes before (約, 大さじ); and
   ``N分のM`` always reads ブンノ (Open JTalk says ヨンプンノイチ for 四分の一).
 * :func:`ranges` (before the bare-number ranges): ``5〜6日`` -> 5日から6日 (イツカカラムイカ:
   the first number takes the counter, for the counters of :data:`POINT_COUNTERS`, whose
@@ -14,7 +14,8 @@ Called by :func:`.frontend.normalize` on text that still holds ASCII digits:
   ``500円〜`` -> 500円から; ``土〜日`` -> ドからニチ, ``月〜金曜日`` ゲツからキン曜日.
 * :func:`idioms` (before plain numbers): ``110番`` ヒャクトーバン, ``20歳`` はたち,
   ``毎月1日`` ついたち, ``0時`` レージ, ``0度`` レード, ``10分`` ジュップン (never
-  ジューブン), ``1日(月)`` ツイタチゲツヨービ.
+  ジューブン), ``2分`` ニフン and ``9分`` キューフン (never ニブン, クブ), ``1日(月)``
+  ツイタチゲツヨービ.
 """
 
 from __future__ import annotations
@@ -62,7 +63,9 @@ QUANTITY_AFTER = ('の量', 'の確率', 'の割合', 'の大きさ', 'の長さ
                   'の人', 'の時間', 'の距離', 'の値段', 'の価格', 'の速さ', 'の速度', 'の容量',
                   'の力', 'の数', 'の高さ', 'の幅', 'の範囲', 'の部分', 'の程度', 'の分量',
                   '以上', '以下', '未満', '程度', 'くらい', 'ぐらい', 'ほど', 'ずつ', '倍',
-                  'カップ', 'サイズ', 'スケール', 'の確率で')
+                  'カップ', 'サイズ', 'スケール', 'の確率で', '個', '杯', '本', '枚', '切れ')
+#: Words before ``a/b`` that make it a quantity: 約, and a recipe's spoons (大さじ1/2).
+QUANTITY_BEFORE = ('約', 'およそ', '全体の', '大さじ', '小さじ')
 _FRACTION_CONTEXT_RE = re.compile(
     r'(?:(?<=約)|(?<=およそ)|(?<=全体の))?(?<![\d/.:-])(\d{1,3})/(\d{1,3})(?![\d/])'
     r'(?=(%s))?' % '|'.join(QUANTITY_AFTER))
@@ -80,6 +83,11 @@ _ZERO_RE = re.compile(r'(?<![\d.,])0(?=時(?!間)|度)')
 # Ten minutes: Open JTalk takes 十分 for じゅうぶん (enough) before most words (十分です,
 # 十分前); written 一〇 the same numeral is split from 分 and read ジュップン everywhere.
 _TEN_MINUTES_RE = re.compile(r'(?<![\d.,])10(?=分(?!の))')
+# Two and nine minutes: Open JTalk reads 二分 ニブン (halving) and 九分 クブ (九分九厘)
+# wherever they stand (2分後, 約9分); the other minutes it reads right. Not 2分の1, and not
+# the 分 of a 割 (_BU_RE, applied first).
+_TWO_NINE_MINUTES_RE = re.compile(r'(?<![\d.,])([29])分(?!の)')
+_TWO_NINE_MINUTES = {'2': 'ニフン', '9': 'キューフン'}
 # 分 of a tenth of a 割 (打率3割5分, 5分5厘) is ブ; Open JTalk reads the time's フン.
 # Only after a rate (3割, 三割): 役割5分, 時間割5分前 are minutes.
 _BU_RE = re.compile(r'(?:(?<=[\d一二三四五六七八九十]割)|(?<=[\d一二三四五六七八九十]割\ue001))'
@@ -105,9 +113,10 @@ def fractions(text: str, keep) -> str:
         text: Front-end text.
         keep: The front end's no-cut wrapper (:func:`.frontend.keep`).
 
-    ``a/b`` with no quantity word after it (:data:`QUANTITY_AFTER`) and no 約/およそ before
-    is left to the date step (``4/1`` is April 1st); after 血圧 it is upper over lower
-    (``120/80`` ヒャクニジューのハチジュー).
+    ``a/b`` with no quantity word after it (:data:`QUANTITY_AFTER`) and none before it
+    (:data:`QUANTITY_BEFORE`, or a whole number and と: 1と1/2) is left to the date step
+    (``4/1`` is April 1st); after 血圧 it is upper over lower (``120/80``
+    ヒャクニジューのハチジュー).
     """
     if '/' in text and '血圧' in text:
         text = _PRESSURE_RE.sub(
@@ -115,7 +124,8 @@ def fractions(text: str, keep) -> str:
     if '/' in text:
         def frac(m: re.Match) -> str:
             before = m.string[max(0, m.start() - 3):m.start()]
-            if m.group(3) is None and not before.endswith(('約', 'およそ', '全体の')):
+            mixed = len(before) > 1 and before[-1] == 'と' and before[-2].isdigit()  # 1と1/2
+            if m.group(3) is None and not before.endswith(QUANTITY_BEFORE) and not mixed:
                 return m.group(0)
             return keep(number(m.group(2)) + 'ブンノ' + number(m.group(1)))
         text = _FRACTION_CONTEXT_RE.sub(frac, text)
@@ -168,6 +178,7 @@ def idioms(text: str, keep) -> str:
     if '分' in text:
         text = _BU_RE.sub(lambda m: keep(number(m.group(1) or m.group(2)) + 'ブ'), text)
         text = _KANJI_BU_RE.sub(r'\1ブ', text)
+        text = _TWO_NINE_MINUTES_RE.sub(lambda m: keep(_TWO_NINE_MINUTES[m.group(1)]), text)
     if '名様' in text:
         text = _MEI_RE.sub(lambda m: keep(number(m.group(1)) + 'メー'), text)
     if '文目' in text:

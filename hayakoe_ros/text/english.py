@@ -35,6 +35,8 @@ MAX_ACRONYM = 5
 MAX_WORD_LETTERS = 48
 
 WORD_RE = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
+# Every English word but a few interjections (hmm, shh, psst) has a vowel letter or y.
+_VOWEL_RE = re.compile('[aeiouyAEIOUY]')
 
 #: Frequent short words that Open JTalk's dictionary lacks and e2k reads poorly.
 COMMON = {'are': 'アー', 'today': 'トゥデイ', 'an': 'アン', 'is': 'イズ',
@@ -45,7 +47,8 @@ COMMON = {'are': 'アー', 'today': 'トゥデイ', 'an': 'アン', 'is': 'イ�
           'what': 'ホワット', 'where': 'ホエア', 'when': 'ホエン', 'who': 'フー',
           'why': 'ホワイ', 'please': 'プリーズ', 'thank': 'サンク', 'thanks': 'サンクス',
           "i'm": 'アイム', "it's": 'イッツ', "don't": 'ドント', "can't": 'キャント',
-          'python': 'パイソン', 'github': 'ギットハブ'}
+          'python': 'パイソン', 'github': 'ギットハブ', 'that': 'ザット', "that's": 'ザッツ',
+          'yeah': 'イエー', 'hmm': 'フーム', 'okay': 'オーケー'}
 
 #: Names and terms a robot's replies carry that no rule reads right, in any case (chatgpt
 #: and CHATGPT as ChatGPT: none of them is also a word read otherwise), hyphen included;
@@ -58,7 +61,10 @@ TERMS = {'ChatGPT': 'チャットジーピーティー', 'OpenAI': 'オープン
          'localhost': 'ローカルホスト', 'Toyota': 'トヨタ', 'Honda': 'ホンダ',
          'Sony': 'ソニー', 'YouTube': 'ユーチューブ', 'iPhone': 'アイフォーン',
          'Android': 'アンドロイド', 'Bluetooth': 'ブルートゥース', 'macOS': 'マックオーエス',
-         'ROS': 'ロス', 'ROS 2': 'ロスツー', 'ROS2': 'ロスツー'}
+         'ROS': 'ロス', 'ROS 2': 'ロスツー', 'ROS2': 'ロスツー', 'YAML': 'ヤムル',
+         'microSD': 'マイクロエスディー', 'Gmail': 'ジーメール'}
+#: Terms read so only as written: in lower case they are quantities (5g grams, 4k thousand).
+CASED_TERMS = {'5G': 'ファイブジー', '4G': 'フォージー', '4K': 'ヨンケー', '8K': 'ハチケー'}
 #: English ordinals 1st-10th (1st アルバム, as said in Japanese).
 ORDINALS = {'1st': 'ファースト', '2nd': 'セカンド', '3rd': 'サード', '4th': 'フォース',
             '5th': 'フィフス', '6th': 'シックス', '7th': 'セブンス', '8th': 'エイス',
@@ -68,13 +74,18 @@ _TERMS_RE = re.compile(r"(?<![A-Za-z0-9])(%s)(?![A-Za-z0-9'’])" % '|'.join(
     re.escape(t) for t in sorted({**TERMS, **ORDINALS}, key=len, reverse=True)),
     re.IGNORECASE)
 _READING = {term.lower(): reading for term, reading in {**TERMS, **ORDINALS}.items()}
+_CASED_RE = re.compile(r"(?<![A-Za-z0-9.,$€£¥＄￥])(%s)(?![A-Za-z0-9'’])" % '|'.join(CASED_TERMS))
 
 
 def terms(text: str, keep) -> str:
-    """Replace :data:`TERMS` and :data:`ORDINALS` with their readings (whole words, any case)."""
+    """Replace terms with their readings, whole words only.
+
+    :data:`TERMS` and :data:`ORDINALS` in any case, :data:`CASED_TERMS` as written.
+    """
     if not any(ch.isascii() and ch.isalnum() for ch in text):
         return text
-    return _TERMS_RE.sub(lambda m: keep(_READING[m.group(1).lower()]), text)
+    text = _TERMS_RE.sub(lambda m: keep(_READING[m.group(1).lower()]), text)
+    return _CASED_RE.sub(lambda m: keep(CASED_TERMS[m.group(1)]), text)
 
 
 _E2K_LOCK = threading.Lock()
@@ -109,8 +120,9 @@ def _native(word: str):
 def to_katakana(word: str) -> str:
     """Katakana reading of one English word (letters and an optional apostrophe).
 
-    A few frequent function words (:data:`COMMON`), Open JTalk's dictionary, then acronym
-    spelling for short all-capital words, then ``e2k``'s character model; a word longer
+    A few frequent function words (:data:`COMMON`), Open JTalk's dictionary (a lower-case
+    word also capitalised), then spelling for short all-capital words and words with no
+    vowel letter, then ``e2k``'s character model; a word longer
     than :data:`MAX_WORD_LETTERS` is spelled. Results are
     cached (8192 words); the dictionary lookup uses the user dictionary in force then.
     """
@@ -118,11 +130,13 @@ def to_katakana(word: str) -> str:
         return COMMON[word.lower()]
     if len(word) == 1 or len(word) > MAX_WORD_LETTERS:
         return spell(word)
-    native = _native(word)
+    # Open JTalk's dictionary holds English words capitalised (Hello, Yes, Great): typed
+    # in lower case they went to e2k, which read hello ヘロ (said エロ), yes イーズ.
+    native = _native(word) or (word.islower() and _native(word.capitalize()))
     if native:
         return native
-    if word.isupper() and len(word) <= MAX_ACRONYM:
-        return spell(word)
+    if word.isupper() and len(word) <= MAX_ACRONYM or not _VOWEL_RE.search(word):
+        return spell(word)  # an acronym, or letters no English word has (pdf, csv)
     return _c2k()(word.lower().replace("'", '')) or spell(word)
 
 

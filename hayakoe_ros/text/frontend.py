@@ -33,8 +33,9 @@ _MARKS_RE = re.compile('[\ue000\ue001]')
 
 # NFKC except for these, which stay as written (Japanese full stop and wave dash: NFKC
 # would make them ASCII '.' and '~', which mean something else in Latin text).
-_KEEP_WIDTH = {'．': '\ue010', '～': '\ue011', '〜': '\ue011'}
-_RESTORE_WIDTH = {'\ue010': '．', '\ue011': '〜'}
+# ™ and ℹ are pictographs (chars.pictographs), which NFKC would make letters (TM, i).
+_KEEP_WIDTH = {'．': '\ue010', '～': '\ue011', '〜': '\ue011', '™': '\ue012', 'ℹ': '\ue013'}
+_RESTORE_WIDTH = {'\ue010': '．', '\ue011': '〜', '\ue012': '™', '\ue013': 'ℹ'}
 
 _WIDE_POINT_RE = re.compile(r'(?<=\d)．(?=\d)')
 # Latin letters with diacritics (café, Pokémon): their base letter, which the English
@@ -97,7 +98,13 @@ _KEPT_RANGE_RE = re.compile(r'(?<=\ue001)%s\s*[~〜]\s*(?=\ue000|\d)'
 # 〜 after a reading with no number after it is "from" (受付は10:00〜, 1000円〜: it was
 # silent).
 _KEPT_FROM_RE = re.compile(r'(?<=\ue001)\s*[~〜](?![~〜])')
-_HYPHEN_RANGE_RE = re.compile(r'(?<=\d)[-–](?=\d)|(?<=\d[%時分秒日月年階人個回円])[-–](?=\d)'
+# A hyphen between two numbers is the range's 〜, so that its counter is read as in
+# 2〜3日 (2-3日 was ニカラミッカ): counted.ranges, then _RANGE_RE, read it.
+_HYPHEN_NUMBERS_RE = re.compile(r'(?<=\d)[-–](?=\d)')
+# Three or four numbers joined by hyphens are an address (六本木6-10-1), read with の;
+# phone numbers and dates are read before.
+_ADDRESS_RE = re.compile(r'(?<![\d-])[1-9]\d{0,3}(?:-\d{1,4}){2,3}(?![\d-])')
+_HYPHEN_RANGE_RE = re.compile(r'(?<=\d[%時分秒日月年階人個回円])[-–](?=\d)'
                               r'|(?:(?<=\d時間)|(?<=\dヶ月)|(?<=\dか月))[-–](?=\d)'
                               r'|(?<=\d)\s?[-–]\s?(?=[¥$€£₩]\d)')
 _FRACTION_RE = re.compile(r'(?<![\d/.])(\d+)/(\d+)(?![\d/])')
@@ -112,8 +119,9 @@ _RATIO_RE = re.compile(r'(?<![\d:.])(\d{1,3}):(\d)(?![\d:])')
 _DECIMAL_COUNTER_RE = re.compile(r'(%s)?(\d+\.\d+)(日|分|歳)(?!(?![後前以程頃])[\u4e00-\u9fff])'
                                  % _SIGN)
 _DECIMAL_COUNTER = {'日': 'ニチ', '分': 'フン', '歳': 'サイ'}
-# Numbers between blanks are a list, read with a pause: 1 2 3 was 一二三, ヒャクニジューサン.
-_NUMBERS_SPACE_RE = re.compile(r'(?<=\d)[ \u3000]+(?=\d)')
+# Numbers between blanks are a list, read with a pause: 1 2 3 was 一二三, ヒャクニジューサン;
+# so are numbers between nakaguro (1・2階, 5・6年生), which Open JTalk read as a decimal point.
+_NUMBERS_SPACE_RE = re.compile(r'(?<=\d)(?:[ \u3000]+|・)(?=\d)')
 _JA_SPACE_RE = re.compile(r'(?<=[^\x00-\x7f])[ \u3000]+(?=[^\x00-\x7f])')
 _ENGLISH_RUN_RE = re.compile(r'%s(?:[ ]+%s)*' % (english.WORD_RE.pattern,
                                                  english.WORD_RE.pattern))
@@ -307,7 +315,7 @@ def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> 
         Text with no ASCII digits left where they form numbers, English words in katakana,
         and no-cut marks around the readings of numbers, dates, times, URLs.
     """
-    text = compat_normalize(text)
+    text = compat_normalize(chars.pictographs(text))
     text = corrections.apply(chars.rewrite(symbols.markdown(text)), userdict.active())
     text = _URL_RE.sub(_url, text)
     text = _EMAIL_RE.sub(_email, text)
@@ -334,7 +342,8 @@ def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> 
                             text)
     text = _FLOOR_RE.sub(lambda m: ('地下' if m.group(1) else '') + m.group(2) + '階', text)
     text = _KEPT_RANGE_RE.sub(lambda m: (m.group(1) or m.group(2) or '') + 'から', text)
-    text = _HYPHEN_RANGE_RE.sub('から', text)
+    text = _ADDRESS_RE.sub(lambda m: m.group(0).replace('-', 'の'), text)
+    text = _HYPHEN_RANGE_RE.sub('から', _HYPHEN_NUMBERS_RE.sub('〜', text))
     text = counted.ranges(text)
     text = quantities.measures(text, keep)
     text = _RANGE_RE.sub(lambda m: m.group(1) + 'から', text)

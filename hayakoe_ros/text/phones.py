@@ -3,7 +3,8 @@
 """Phone numbers in running text and their readings, digit by digit (no ROS imports).
 
 :data:`PHONE_RE` finds them (Japanese numbers with hyphens, blanks or none, with +81 or
-another country's code, postal codes after 〒); :func:`phone_reading` reads one as a
+another country's code, postal codes after 〒 or 郵便番号 or with a second group that
+starts with 0); :func:`phone_reading` reads one as a
 number is read out to be dialled. Used by :mod:`.frontend` and SSML's ``telephone``.
 """
 
@@ -20,7 +21,10 @@ PHONE_RE = re.compile(r'(?<![\d-])(?:\+81[- ]?)?\(?0\d{1,4}\)?[- ]?\d{1,4}-\d{3,
                       r'|(?<![\d+-])\+(?!81)[1-9]\d{0,2}[- ]\(?\d{1,4}\)?(?:[- ]\d{2,4}){2,3}'
                       r'(?![\d-])'
                       r'|(?<![\d-])0\d{1,4}-\d{1,4}-\d{3,4}(?![\d-])'
-                      r'|(?<![\d-])0[5789]0\d{8}(?![\d-])|〒\s*\d{3}[- ]\d{4}(?!\d)')
+                      r'|(?<![\d-])0[5789]0\d{8}(?![\d-])|〒\s*\d{3}[- ]\d{4}(?!\d)'
+                      # Postal codes after 郵便番号, or with a zero no range ends on.
+                      r'|(?:(?<=郵便番号)|(?<=郵便番号は)|(?<=郵便番号:))\s*\d{3}-\d{4}(?![\d-])'
+                      r'|(?<![\d-])\d{3}-0\d{3}(?![\d-])')
 
 
 def phone_reading(text: str) -> str:
