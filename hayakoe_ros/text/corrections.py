@@ -98,6 +98,12 @@ TABLE = """
 値を	あたいを
 値は	あたいは
 の値	のあたい
+# 強 after a time: a little more than (1時間強 きょう; Open JTalk: つよ)
+時間強	時間きょう
+# 空 of a container: から (Open JTalk: そら, the sky)
+が空です	がからです
+が空になり	がからになり
+空の箱	からの箱
 # everyday words with a wrong first reading
 明後日	あさって
 お手数	おてすう

@@ -86,6 +86,8 @@ _TIME_RE = re.compile(r'(午前|午後|AM|PM|am|pm)?\s*(?<![\d:])(\d{1,2}):(\d{2
                       r'(?::(\d{2}))?(?![\d:])'
                       r'(?:\s*([AaPp])\.?[Mm]\.?(?![A-Za-z]))?')
 _AMPM = {'a': '午前', 'p': '午後'}
+# An hour with am/pm and no minutes (10am, 3 PM, 5 p.m.): 午前十時. Not PM2.5 (2 PM2.5).
+_HOUR_AMPM_RE = re.compile(r'(?<![\d:.])(1[0-2]|0?[1-9])\s?([AaPp])\.?[Mm]\.?(?![A-Za-z0-9])')
 # After times and dates: a range between two kept readings (10:30〜11:00, 12/6(土)〜12/8);
 # a hyphen or en dash too, after a time's or a date's reading (10:00-18:00); a hyphen or
 # en dash between numbers left after phones and dates (10-20枚, 2020–2025年), after a
@@ -330,6 +332,8 @@ def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> 
     text = _DATE_YMD_RE.sub(_date_ymd, text)
     text = symbols.dotted(text, keep)
     text = _TIME_RE.sub(_time, text)
+    text = _HOUR_AMPM_RE.sub(lambda m: keep(time_reading(
+        int(m.group(1)), 0, None, _AMPM[m.group(2).lower()]) or m.group(0)), text)
     text = _RATIO_RE.sub(lambda m: keep(number(m.group(1)) + '対' + number(m.group(2))), text)
     text = _DECIMAL_COUNTER_RE.sub(
         lambda m: keep(_signed(m.group(1), m.group(2)) + _DECIMAL_COUNTER[m.group(3)]), text)

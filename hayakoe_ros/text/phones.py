@@ -24,7 +24,9 @@ PHONE_RE = re.compile(r'(?<![\d-])(?:\+81[- ]?)?\(?0\d{1,4}\)?[- ]?\d{1,4}-\d{3,
                       r'|(?<![\d-])0[5789]0\d{8}(?![\d-])|〒\s*\d{3}[- ]\d{4}(?!\d)'
                       # Postal codes after 郵便番号, or with a zero no range ends on.
                       r'|(?:(?<=郵便番号)|(?<=郵便番号は)|(?<=郵便番号:))\s*\d{3}-\d{4}(?![\d-])'
-                      r'|(?<![\d-])\d{3}-0\d{3}(?![\d-])')
+                      r'|(?<![\d-])\d{3}-0\d{3}(?![\d-])'
+                      # The area code's own group in brackets: 03(1234)5678.
+                      r'|(?<![\d-])0\d{1,4}\(\d{1,4}\)\d{3,4}(?![\d-])')
 
 
 def phone_reading(text: str) -> str:

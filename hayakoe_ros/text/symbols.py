@@ -36,6 +36,8 @@ _EQ_PART_RE = re.compile(r'(%s)|\s*(%s|=)\s*' % (_NUM, _OP_CLASS))
 _DOTTED_RE = re.compile(r'(?<![\d.])(?:(?i:ver(?:sion)?\.?\s*|v(?=\d+\.\d)))?'
                         r'\d+(?:\.\d+){2,}(?![\d]|\.\d)')
 _VERSION_RE = re.compile(r'(?<![A-Za-z])(?i:ver(?:sion)?)\.?\s*(?=\d)')
+# A lower-case v before a version of one or two parts (v2, v2.1; v1.2.3 is _DOTTED_RE's).
+_SHORT_VERSION_RE = re.compile(r'(?<![A-Za-z0-9])v(?=\d+(?:\.\d+)?(?![\d.]|[A-Za-z]))')
 
 _RANK = {'1': 'ナンバーワン', '2': 'ナンバーツー', '3': 'ナンバースリー'}
 _RANK_RE = re.compile(r'(?<![A-Za-z.])(?:No\.|#)\s*(\d+)(?![\d.])')
@@ -83,7 +85,7 @@ def _dotted(m: re.Match, keep) -> str:
 
 
 def dotted(text: str, keep) -> str:
-    """IP addresses and versions of three or more dotted parts, and ``ver.`` before numbers.
+    """IP addresses and versions of three or more dotted parts, ``ver.`` and ``v`` before numbers.
 
     Args:
         text: Front-end text.
@@ -93,6 +95,8 @@ def dotted(text: str, keep) -> str:
         text = _DOTTED_RE.sub(lambda m: _dotted(m, keep), text)
     if 'er' in text or 'ER' in text:
         text = _VERSION_RE.sub('バージョン', text)
+    if 'v' in text:
+        text = _SHORT_VERSION_RE.sub('バージョン', text)
     return text
 
 
