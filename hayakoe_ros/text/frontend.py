@@ -61,7 +61,12 @@ _EMAIL_RE = re.compile(
 _HOST_WORDS = {'com': 'コム', 'net': 'ネット', 'org': 'オルグ', 'jp': 'ジェーピー',
                'co': 'シーオー', 'io': 'アイオー', 'ne': 'エヌイー', 'or': 'オーアール',
                'ac': 'エーシー', 'go': 'ジーオー', 'ai': 'エーアイ', 'dev': 'デブ',
-               'www': 'ダブリューダブリューダブリュー'}
+               'www': 'ダブリューダブリューダブリュー', 'gmail': 'ジーメール',
+               'yahoo': 'ヤフー', 'icloud': 'アイクラウド', 'hotmail': 'ホットメール',
+               'outlook': 'アウトルック', 'openai': 'オープンエーアイ'}
+#: What an e-mail address's local part holds besides letters and digits, as it is said
+#: for someone to write the address down (taro.yamada: タロウドットヤマダ).
+_LOCAL_MARKS = {'.': 'ドット', '_': 'アンダーバー', '-': 'ハイフン', '+': 'プラス'}
 
 #: Abbreviations with a full stop that do not end a sentence, and their readings.
 ABBREVIATIONS = {
@@ -211,8 +216,8 @@ def _url(m: re.Match) -> str:
 def _email(m: re.Match) -> str:
     local, host = m.group(0).split('@', 1)
     words = [english.to_katakana(w) if w.isalpha() and len(w) > 3 else
-             (digits(w) if w.isdigit() else english.spell(w))
-             for w in re.findall(r'[A-Za-z]+|\d+', local)]
+             (digits(w) if w.isdigit() else _LOCAL_MARKS.get(w) or english.spell(w))
+             for w in re.findall(r'[A-Za-z]+|\d+|[._+-]', local)]
     return keep(''.join(words) + 'アット' + host_reading(host))
 
 
