@@ -130,6 +130,10 @@ _DECIMAL_COUNTER = {'日': 'ニチ', '分': 'フン', '歳': 'サイ'}
 # so are numbers between nakaguro (1・2階, 5・6年生), which Open JTalk read as a decimal point.
 _NUMBERS_SPACE_RE = re.compile(r'(?<=\d)(?:[ \u3000]+|・)(?=\d)')
 _JA_SPACE_RE = re.compile(r'(?<=[^\x00-\x7f])[ \u3000]+(?=[^\x00-\x7f])')
+# A number's reading, a blank, then a word that starts with a kanji numeral (Room 5 一番奥,
+# 1 六本木ヒルズ): a pause, since without the blank Open JTalk read one number (五一).
+_NUMBER_BLANK_NUMERAL_RE = re.compile('(?<=%s)[ \u3000]+(?=[一二三四五六七八九十百千万〇])'
+                                      % KEEP_CLOSE)
 _ENGLISH_RUN_RE = re.compile(r'%s(?:[ ]+%s)*' % (english.WORD_RE.pattern,
                                                  english.WORD_RE.pattern))
 
@@ -366,6 +370,6 @@ def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> 
     text = _ENGLISH_RUN_RE.sub(_english_run, text)
     # Spaces between Japanese characters are not read (hayakoe deletes them; Open JTalk
     # would pause): drop them, keep those next to ASCII.
-    text = _JA_SPACE_RE.sub('', text)
+    text = _JA_SPACE_RE.sub('', _NUMBER_BLANK_NUMERAL_RE.sub('、', text))
     chars.log_unreadable(text)
     return text
