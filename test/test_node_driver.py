@@ -167,6 +167,32 @@ def test_an_integer_for_a_double_parameter_is_taken_as_that_double(node, ros_cli
     assert 'parameter change rejected' not in node.log()[mark:]
 
 
+def test_a_malformed_parameter_request_does_not_end_the_node(node, ros_client):
+    # A value of a type id no ROS type has: rclpy's parameter service raises on it.
+    from rcl_interfaces.msg import Parameter as ParameterMsg, ParameterValue
+    from rcl_interfaces.srv import SetParameters
+
+    action = ros_client.action_client(node.topic('say'))
+    speaking, feedback = send_goal(ros_client, action, '長い文章を話しています。' * 3)
+    queued, _ = send_goal(ros_client, action, '次の文です。')
+    deadline = time.monotonic() + 30
+    while not feedback and time.monotonic() < deadline:
+        time.sleep(0.01)
+    mark = len(node.log())
+    srv = ros_client.node.create_client(SetParameters, node.topic(f'{node.name}/set_parameters'))
+    assert srv.wait_for_service(timeout_sec=10)
+    srv.call_async(SetParameters.Request(parameters=[
+        ParameterMsg(name='volume', value=ParameterValue(type=99))]))
+    node.wait_for_log('set_parameters', 10, after=mark)
+    assert 'ValueError' in node.log()[mark:] and node.proc.poll() is None
+    # What was speaking and what was queued are both spoken to the end.
+    for handle in (speaking, queued):
+        assert wait_future(handle.get_result_async(), 60).status == \
+            GoalStatus.STATUS_SUCCEEDED
+    assert set_params(ros_client, node, volume=1.0)[0].successful  # and it still serves
+    ros_client.node.destroy_client(srv)
+
+
 def test_speaking_flips_true_then_false_around_an_utterance(node, ros_client):
     events = []
     qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,

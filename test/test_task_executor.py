@@ -114,3 +114,44 @@ def test_a_callback_s_exception_still_comes_out_of_spin_once(context):
         timer.cancel()
         executor.shutdown(timeout_sec=2.0)
         node.destroy_node()
+
+
+@pytest.mark.parametrize('kind', ['TaskExecutor', 'SingleTaskExecutor'])
+def test_a_service_callback_that_raises_is_logged_and_spinning_goes_on(context, kind):
+    import rclpy
+    from std_srvs.srv import Trigger
+
+    from hayakoe_ros.node import task_executor
+
+    node = rclpy.create_node('task_executor_service', context=context)
+    executor = getattr(task_executor, kind)(context=context) if kind.startswith('Single') \
+        else task_executor.TaskExecutor(num_threads=2, context=context)
+    executor.add_node(node)
+    logged = []
+    node.get_logger().error = lambda message, **_: logged.append(message)
+    calls = []
+
+    def handle(request, response):
+        calls.append(1)
+        if len(calls) == 1:
+            raise ValueError('99 is not a valid Parameter.Type')
+        response.success = True
+        return response
+
+    node.create_service(Trigger, 'raises_once', handle)
+    client = node.create_client(Trigger, 'raises_once')
+    try:
+        assert client.wait_for_service(timeout_sec=10)
+        first = client.call_async(Trigger.Request())
+        deadline = time.monotonic() + 10
+        while not logged and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.1)  # never raises the service's exception
+        assert logged and "'/raises_once'" in logged[0] and 'ValueError' in logged[0]
+        assert not first.done()  # rclpy sends no answer to a callback that raised
+        second = client.call_async(Trigger.Request())
+        while not second.done() and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.1)
+        assert second.done() and second.result().success  # it still serves
+    finally:
+        executor.shutdown(timeout_sec=2.0)
+        node.destroy_node()

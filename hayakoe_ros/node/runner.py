@@ -27,13 +27,13 @@ import time
 from typing import Callable
 
 import rclpy
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import ExternalShutdownException
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.signals import SignalHandlerOptions
 
 from .executor_wait import caught_up, queue_task, spin_once
-from .task_executor import TaskExecutor
+from .task_executor import SingleTaskExecutor, TaskExecutor
 
 #: Longest wait for goal results and service responses to go out before an action server
 #: or the process goes away (s); the wait ends as soon as they have
@@ -149,7 +149,7 @@ def run(factory: Callable, args=None, num_threads: int = 4) -> int:
         factory: Builds the node (called after ``rclpy.init``).
         args: Command-line arguments for ``rclpy.init`` (None: ``sys.argv``).
         num_threads: Executor threads (a :class:`~.task_executor.TaskExecutor`); 1 runs
-            every callback in this thread (``SingleThreadedExecutor``). rclpy's
+            every callback in this thread (:class:`~.task_executor.SingleTaskExecutor`). rclpy's
             ``MultiThreadedExecutor`` (9.1, Kilted)
             re-yields a callback that waits in its thread pool, so its spinning thread
             loops while holding the GIL (ros2/rclpy#1452, fixed upstream in #1547): up to
@@ -170,7 +170,7 @@ def run(factory: Callable, args=None, num_threads: int = 4) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     node = factory()
-    executor = (SingleThreadedExecutor() if num_threads == 1
+    executor = (SingleTaskExecutor() if num_threads == 1
                 else TaskExecutor(num_threads=num_threads))
     executor.add_node(node)
     wakers = _Wakers(executor, stop, node.finalized)

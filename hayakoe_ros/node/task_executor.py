@@ -13,11 +13,16 @@ it than building wait sets (measured with a counting wrapper and py-spy). Upstre
 rclpy resumes a task from its future's done callback instead (ros2/rclpy#1469, not in
 Kilted's 9.1).
 
-:class:`TaskExecutor` keeps each pending task in that list once. Everything else,
-exceptions raised out of ``spin_once`` included, is rclpy's. It overrides a private
-method and reads two private attributes (``_executor``, ``_futures``);
-``test/test_task_executor.py`` checks both, and checks that stock rclpy still grows the
-list, so a release that changes either fails there first.
+:class:`TaskExecutor` keeps each pending task in that list once. Everything else is
+rclpy's but one thing, which :class:`SingleTaskExecutor` (rclpy's single-threaded one)
+shares: a service callback that raises does not end the process. rclpy raises whatever a
+callback raised out of ``spin_once``, and its own parameter services raise on a malformed
+request (``ValueError: 99 is not a valid Parameter.Type`` for a value of an unknown type):
+one such request from any client ended ``tts_node`` and lost what it had queued. That
+exception is logged (ERROR, naming the service) and the request goes unanswered, as
+rclpy leaves it. The executors override a private method and read two private attributes
+(``_executor``, ``_futures``); ``test/test_task_executor.py`` checks them, and checks that
+stock rclpy still grows the list, so a release that changes either fails there first.
 """
 
 from __future__ import annotations
@@ -25,10 +30,21 @@ from __future__ import annotations
 from typing import Callable, Optional, Union
 
 from rclpy.executors import (ConditionReachedException, ExternalShutdownException,
-                             MultiThreadedExecutor, ShutdownException, TimeoutException,
-                             TimeoutObject)
+                             MultiThreadedExecutor, ShutdownException,
+                             SingleThreadedExecutor, TimeoutException, TimeoutObject)
+from rclpy.service import Service
 
-__all__ = ['TaskExecutor']
+__all__ = ['SingleTaskExecutor', 'TaskExecutor']
+
+
+def _raise_unless_service(handler, exc: BaseException, where) -> None:
+    """Log ``exc`` of a service callback (``where``: (service, node)); re-raise others."""
+    if where is None or not isinstance(exc, Exception):
+        raise exc
+    service, node = where
+    node.get_logger().error(
+        f"a request to service '{service.service_name}' raised {type(exc).__name__}: {exc}; "
+        'it is not answered, and the node goes on')
 
 
 class TaskExecutor(MultiThreadedExecutor):
@@ -38,6 +54,10 @@ class TaskExecutor(MultiThreadedExecutor):
         num_threads: Threads of its pool (rclpy's default when None).
         context: The rclpy context (the default one when None).
     """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._services: list = []  # (handler, (service, node)) of those in _futures
 
     def _spin_once_impl(
         self,
@@ -55,7 +75,36 @@ class TaskExecutor(MultiThreadedExecutor):
         # A task re-yielded while it awaits is the same object: identity, not equality.
         if not any(entry is handler for entry in self._futures):
             self._futures.append(handler)
+            if isinstance(_entity, Service) and _node is not None:
+                self._services.append((handler, (_entity, _node)))
         for future in self._futures[:]:
             if future.done():
                 self._futures.remove(future)
-                future.result()  # raise any exception of the callback, as rclpy does
+                where = next((w for h, w in self._services if h is future), None)
+                if where is not None:
+                    self._services = [(h, w) for h, w in self._services if h is not future]
+                exc = future.exception()
+                if exc is not None:  # raise it, as rclpy does, unless a service's
+                    _raise_unless_service(future, exc, where)
+
+
+class SingleTaskExecutor(SingleThreadedExecutor):
+    """rclpy's ``SingleThreadedExecutor``, but a service callback that raises is logged."""
+
+    def _spin_once_impl(
+        self,
+        timeout_sec: Optional[Union[float, TimeoutObject]] = None,
+        wait_condition: Callable[[], bool] = lambda: False,
+    ) -> None:
+        """One spin as in rclpy 9.1; a service callback's exception is logged, not raised."""
+        try:
+            handler, entity, node = self.wait_for_ready_callbacks(
+                timeout_sec, None, wait_condition)
+        except (ShutdownException, TimeoutException, ConditionReachedException):
+            return
+        handler()
+        exc = handler.exception()
+        if exc is not None:
+            where = (entity, node) if isinstance(entity, Service) and node is not None \
+                else None
+            _raise_unless_service(handler, exc, where)
