@@ -254,3 +254,35 @@ def test_a_flood_of_punctuation_is_spoken_promptly(tiny_model_root, ros_client):
         assert result.result.text == 'あ、、、、'  # one run of 2000 unreadable characters
     finally:
         assert node.stop() == 0, node.log()
+
+
+def test_a_cancel_does_not_wait_for_another_goal_s_long_text_to_be_prepared(ros_client):
+    # A cancel's answer came only once a long text behind it was prepared (seconds for
+    # 100,000 characters), and the robot went on talking until then.
+    node = NodeProcess({'engine': 'openjtalk', 'max_chars': 200_000})
+    try:
+        events, sub = _speaking_events(ros_client, node)
+        action = ros_client.action_client(node.topic('say'))
+        speaking, feedback = send_goal(ros_client, action, LONG)
+        deadline = time.monotonic() + 30
+        while not feedback and time.monotonic() < deadline:
+            time.sleep(0.01)
+        long_text = 'きょうはいいてんきですね。' * 8000
+        long_goal, long_feedback = send_goal(ros_client, action, long_text)
+        wait_future(speaking.cancel_goal_async(), 30)
+        result = wait_future(speaking.get_result_async(), 30)
+        assert result.status == GoalStatus.STATUS_CANCELED
+        # Nothing is queued while the long text is still being prepared: the node says it
+        # is silent before the long goal's first audio. (Had the cancel waited for the
+        # preparation, the long goal would be queued by then, and speaking stay true.)
+        deadline = time.monotonic() + 60
+        while not long_feedback and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert long_feedback, 'the long goal never spoke'
+        assert True in events and False in events[events.index(True) + 1:], events
+        wait_future(long_goal.cancel_goal_async(), 30)
+        assert wait_future(long_goal.get_result_async(), 30).status == \
+            GoalStatus.STATUS_CANCELED
+        ros_client.node.destroy_subscription(sub)
+    finally:
+        assert node.stop() == 0, node.log()

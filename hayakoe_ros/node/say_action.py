@@ -10,7 +10,9 @@ future that the scheduler completes (``on_done``) and the executor is woken to r
 Threads: ``accept``/``cancel`` callbacks and the execute coroutine run on executor threads
 (reentrant group); ``on_done`` and ``on_chunk`` come from the scheduler's threads (see
 :mod:`hayakoe_ros.speech.scheduler`). ``self._lock`` guards the goal table; it is never
-held while calling into the scheduler's cancel path from ``on_done``.
+held while a text is prepared or while calling into the scheduler's cancel path. A
+cancel that comes while its goal's text is prepared is accepted at once and applied as
+soon as the utterance exists.
 
 At teardown, :meth:`SayActionServer.destroy` answers the goal, cancel and result requests
 already received before the server goes away (a client's cancel sent just before a
@@ -210,6 +212,10 @@ class SayActionServer:
         self._feedback = feedback
         self._group = callback_group
         self._lock = threading.Condition()  # notified when a goal leaves the table
+        # Goals are handed to the scheduler one at a time, in the order their execute
+        # callbacks run. Not under _lock: a long text's preparation (seconds for 100,000
+        # characters) held back every cancel, and the speaking goal went on meanwhile.
+        self._submit = threading.Lock()
         self._goals: dict = {}
         self._last_end: Optional[float] = None  # monotonic s of the newest goal's end
         burst = QoSProfile(depth=BURST_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
@@ -353,17 +359,27 @@ class SayActionServer:
     async def _run(self, goal_handle, record: _Goal) -> TTS.Result:
         error = goal_error(goal_handle.request)
         with self._lock:
-            if record.cancel_requested:
-                error = None
-            elif error is None:
+            canceled = record.cancel_requested
+        if canceled:
+            error = None
+        elif error is None:
+            utt = None
+            with self._submit:
                 try:
-                    record.utterance = self._speak(
+                    utt = self._speak(
                         goal_handle.request, self._completer(record),
                         self._on_chunk(goal_handle), bytes(goal_handle.goal_id.uuid).hex())
                 except (ValueError, RuntimeError) as exc:
                     error = str(exc)
                 except Exception as exc:  # an unforeseen input must not take the node down
                     error = f'internal error: {type(exc).__name__}: {exc}'
+            with self._lock:
+                record.utterance = utt
+                canceled = record.cancel_requested
+            if canceled:  # the cancel came while the text was prepared: it wins
+                error = None
+                if utt is not None:
+                    self._cancel(utt, CancelReason.CLIENT)
         if error is not None:
             self._node.get_logger().warning(f'say goal aborted: {error}')
             if self._refused is not None:
