@@ -200,6 +200,20 @@ def test_ssml_words_and_marks_point_into_the_markup():
     assert SSML[sentences[-1][0]:sentences[-1][1]] == '次の文'
 
 
+@pytest.mark.parametrize('kind, value', [('telephone', '03-1234-5678'),
+                                         ('digits', '0312345678901234'),
+                                         ('characters', 'ABCDEFGHIJ')])
+def test_a_say_as_reading_is_one_word_in_one_segment(kind, value):
+    # Its no-cut marks were dropped with the markup's control characters: the first
+    # segment's cut (8 morae) fell inside the reading, and the words after the cut were
+    # empty ('', start == end).
+    markup = f'<speak>番号は<say-as interpret-as="{kind}">{value}</say-as>です。</speak>'
+    segs, words = _words(markup, first_morae=8)
+    assert [w.value for w in words] == ['番号', 'は', value, 'です']
+    assert all(w.start < w.end for w in words)
+    assert len(segs) == 1
+
+
 def test_ssml_offsets_survive_control_characters_in_the_markup():
     text = ' \r\n<speak>今日\x07は<mark name="m"/>晴れ\r\n</speak>'
     segs, words = _words(text)

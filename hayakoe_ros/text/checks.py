@@ -40,17 +40,19 @@ class InputError(ValueError):
         self.code = code
 
 
-def strip_control(text: str) -> str:
+def strip_control(text: str, keep: str = '') -> str:
     """Remove terminal escape sequences and control/format characters, keeping newlines.
 
     ANSI escape sequences (ESC ``[31m``) go whole; other Unicode Cc/Cf/Cs/Co characters
-    are dropped; tabs and carriage returns become spaces/newlines; zero-width joiners and
-    the like vanish. Returns the cleaned text (not stripped of spaces).
+    are dropped, but those in ``keep`` (the front end's no-cut marks, in text that the
+    SSML parser made from cleaned markup); tabs and carriage returns become
+    spaces/newlines; zero-width joiners and the like vanish. Returns the cleaned text (not
+    stripped of spaces).
     """
     text = _ANSI_RE.sub('', text)
     text = text.replace('\r\n', '\n').replace('\r', '\n').replace('\t', ' ')
-    return ''.join(ch for ch in text
-                   if ch == '\n' or unicodedata.category(ch) not in ('Cc', 'Cf', 'Cs', 'Co'))
+    return ''.join(ch for ch in text if ch == '\n' or ch in keep
+                   or unicodedata.category(ch) not in ('Cc', 'Cf', 'Cs', 'Co'))
 
 
 def prepare_text(text: str, max_chars: int) -> str:

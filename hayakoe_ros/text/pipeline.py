@@ -73,7 +73,8 @@ def prepare(text: str, max_chars: int, max_segment_chars: int,
     broken = 0
     ramp = SegmentRamp(max_segment_chars, first_segment_morae)  # one per utterance
     for piece in pieces:
-        body = strip_control(piece.text).strip()
+        # A <say-as> reading holds the no-cut marks (one word: never cut into segments).
+        body = strip_control(piece.text, frontend.KEEP_OPEN + frontend.KEEP_CLOSE).strip()
         if not SPEAKABLE_RE.search(frontend.strip_marks(frontend.compat_normalize(body))):
             if piece.pause_after is not None and segments:
                 last = segments[-1]
