@@ -46,6 +46,22 @@ def test_first_chunk_is_published_before_the_rest_is_synthesised(rig):
     assert utt.wait(T) and utt.outcome is Outcome.SUCCEEDED
 
 
+def test_without_pacing_queued_utterances_are_stamped_one_after_the_other(rig):
+    # Released at once, each utterance's first stamp was its release time: the second's
+    # audio claimed to play while the first's still did (4.4 s apart over ROS).
+    sched, rec, _, _, _ = rig(pacing=False, chunk_frames=512)
+    utts = [submit_text(sched, text, VOICE) for text in (THREE, 'はい。', THREE)]
+    for utt in utts:
+        assert utt.wait(T) and utt.outcome is Outcome.SUCCEEDED
+    for before, after in zip(utts, utts[1:]):
+        first = rec.chunks(after)[0].play_time
+        assert first == pytest.approx(before.end_play_time, abs=1e-9)
+    # Within one utterance, each chunk plays where the one before ends (gapless).
+    chunks = [c for utt in utts for c in rec.chunks(utt)]
+    for a, b in zip(chunks, chunks[1:]):
+        assert b.play_time == pytest.approx(a.play_time + a.valid_frames / SR, abs=1e-9)
+
+
 def test_pauses_are_the_predicted_ones_not_a_fixed_gap(rig):
     sched, rec, engine, _, _ = rig(pacing=False, chunk_frames=512)
     utt = submit_text(sched, THREE, VOICE)

@@ -42,7 +42,8 @@ class Pacer:
     """Playback clock of one utterance.
 
     Sample ``n`` of the utterance plays at ``t0 + n / sample_rate`` (monotonic seconds),
-    where ``t0`` is the time the first chunk was released. When synthesis falls behind
+    where ``t0`` is the time the first chunk was released, or :attr:`not_before` (the end
+    of the audio released before it) if that is later. When synthesis falls behind
     (an underrun), the clock is moved forward so that the late chunk plays when released,
     and the stamps stay truthful.
 
@@ -68,6 +69,9 @@ class Pacer:
         self._clock = clock
         self._wait = waiter or event_wait
         self._t0: Optional[float] = None
+        #: Clock time before which the first sample may not play: where the audio
+        #: released before this utterance ends (set by the scheduler; None: no bound).
+        self.not_before: Optional[float] = None
         self._first_index = 0
         self._chunk_frames = 0
         self.underruns = 0
@@ -94,7 +98,11 @@ class Pacer:
         """
         now = self._clock()
         if self._t0 is None:
-            self._t0 = now - sample_index / self.sample_rate
+            # Released at once, but it plays after what was released before it: with
+            # pacing off, the utterances before are released ahead of their playback,
+            # and their stamps and this one's overlapped (seconds apart in a queue).
+            start = now if self.not_before is None else max(now, self.not_before)
+            self._t0 = start - sample_index / self.sample_rate
             self._first_index = sample_index
             return self.play_time(sample_index)
         if not self._chunk_frames and sample_index > self._first_index:

@@ -71,6 +71,10 @@ class Publishing:
                 continue
             if track is None or track.utt is not utt or track.attempt is not item.attempt:
                 track = Track(utt, item.attempt, self.config, self._clock, self._waiter)
+                with self._pub_lock:
+                    before = self._track  # the track released from last, if any
+                    if before is not None:
+                        track.pacer.not_before = before.end_play_time
             if isinstance(item, EndOfUtterance):
                 with self._pub_lock:
                     if not utt.done:
