@@ -138,6 +138,7 @@ def test_goal_rate_and_volume(node, ros_client):
     ({'queue_policy': 'random'}, "'random' is not allowed; one of: enqueue, interrupt"),
     ({'style': 'Furious'}, "unknown style 'Furious'"),
     ({'rate': 10.0}, ''), ({'volume': -0.5}, ''), ({'chunk': 0}, ''),
+    ({'output_rate': 100}, 'or 8000..192000 Hz'),  # in the range, but no voice at 100 Hz
     ({'engine': 'openjtalk'}, 'applies at the next configure'),  # the node is active
 ])
 def test_bad_parameter_values_are_rejected_with_a_reason(node, ros_client, values, reason):

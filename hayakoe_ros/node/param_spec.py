@@ -15,7 +15,7 @@ import dataclasses
 import difflib
 import enum
 import math
-from typing import Iterable, Optional, Union
+from typing import Callable, Iterable, Optional, Union
 
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 ParameterType)
@@ -60,6 +60,8 @@ class ParameterSpec:
         choices: Allowed values for strings, else None.
         items: For a string that lists names separated by commas (spaces around them
             ignored; empty: none), the names allowed in it, else None.
+        rule: A further check, ``rule(value) -> why it is refused or None``, for what a
+            range cannot say (``output_rate``: 0, or 8000 and up), else None.
     """
 
     name: str
@@ -69,6 +71,7 @@ class ParameterSpec:
     range: Optional[tuple] = None
     choices: Optional[tuple] = None
     items: Optional[tuple] = None
+    rule: Optional[Callable[[Value], Optional[str]]] = None
 
     @property
     def type_name(self) -> str:
@@ -127,6 +130,9 @@ class ParameterSpec:
             if not (math.isfinite(value) and low <= value <= high):
                 return (f"parameter '{self.name}': {value!r} is out of range; "
                         f'{self.allowed()}')
+        why = self.rule(value) if self.rule is not None else None
+        if why:
+            return f"parameter '{self.name}': {why}"
         return None
 
 

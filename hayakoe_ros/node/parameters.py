@@ -18,6 +18,7 @@ from ..engines import VoiceParams
 from ..speech import QueuePolicy, SchedulerConfig
 from ..speech.marks import KINDS as MARK_KINDS
 from ..engines.phrase_cache import MAX_CACHE_MB
+from ..engines.resample import MAX_OUTPUT_RATE, MIN_OUTPUT_RATE
 from ..engines.values import Spinning
 from ..text.segment import FIRST_SEGMENT_MORAE
 from . import param_spec
@@ -58,6 +59,14 @@ STREAM_TIMEOUT_S = 3.0
 #: reply starts fast and has no gaps; a bare scheduler does neither unless asked).
 _VOICE = VoiceParams()
 _SCHED = SchedulerConfig()
+
+
+def _output_rate_rule(value) -> Optional[str]:
+    """Why ``output_rate`` ``value`` is refused (1-7999 Hz: no voice at that rate), or None."""
+    if 0 < value < MIN_OUTPUT_RATE:
+        return (f"{value} Hz is out of range; use 0 (the engine's own rate) or "
+                f'{MIN_OUTPUT_RATE}..{MAX_OUTPUT_RATE} Hz')
+    return None
 
 
 def _choices(enum_type: type) -> tuple:
@@ -202,7 +211,7 @@ _SPECS = (
     ParameterSpec('output_rate', 0, "Sample rate of the published audio (Hz): 0 = the "
                   "engine's own (hayakoe 44100, Open JTalk 48000); else the voice, fallback "
                   'included, is resampled to it (libsoxr). At least 8000.', Apply.RELOAD,
-                  range=(0, 192000)),
+                  range=(0, MAX_OUTPUT_RATE), rule=_output_rate_rule),
     # --- a host's voice, falling back onboard ---
     ParameterSpec('offboard_action', '', "A host's say action that speaks every whole "
                   "utterance first (e.g. '/fleet/r1/say', served by tts_fleet); its audio is "
