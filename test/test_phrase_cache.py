@@ -217,6 +217,12 @@ def test_read_phrases_from_a_list_or_a_file(tmp_path):
     with pytest.raises(ValueError, match='phrases.txt'):
         read_phrases(str(path))
     assert read_phrases('') == []
+    # A mistyped path is an error, not a phrase to say (it was spoken and cached).
+    for missing in (str(tmp_path / 'phrase.txt'), '~/no/such/phrases', './phrases'):
+        with pytest.raises(ValueError, match='does not exist'):
+            read_phrases(missing)
+    assert read_phrases('/etc/robot|') == ['/etc/robot']  # said on purpose
+    assert read_phrases('1/2です') == ['1/2です']
 
 
 def test_size_out_of_range_is_refused(openjtalk_engine):

@@ -12,11 +12,16 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import time
 from typing import Callable, Iterable
 
 from .base import VoiceParams
 from .phrase_cache import CachingEngine
+
+
+# A value written as a file path (preload_phrases is a path or phrases).
+_PATH_LIKE_RE = re.compile(r'^(?:/|~|\.\.?/)|\.txt$', re.IGNORECASE)
 
 
 def read_phrases(spec: str) -> list:
@@ -31,13 +36,19 @@ def read_phrases(spec: str) -> list:
         The non-empty phrases, stripped, in order.
 
     Raises:
-        ValueError: the file cannot be read or is not UTF-8 (message names it).
+        ValueError: the file cannot be read or is not UTF-8, or a single value that is
+            written as a path (it starts with ``/``, ``~``, ``./`` or ``../``, or ends
+            with ``.txt``) names no file: a mistyped path was spoken as a phrase.
     """
     spec = spec.strip()
     if not spec:
         return []
     path = os.path.expanduser(spec)
-    if '|' not in spec and '\n' not in spec and os.path.isfile(path):
+    single = '|' not in spec and '\n' not in spec
+    if single and not os.path.isfile(path) and _PATH_LIKE_RE.search(spec):
+        raise ValueError(f'preload_phrases file {path} does not exist (a phrase that '
+                         "looks like a path: write it with a '|' after it to speak it)")
+    if single and os.path.isfile(path):
         try:
             with open(path, encoding='utf-8') as f:
                 lines = f.read().splitlines()
