@@ -338,7 +338,7 @@ def before_set(params: list, warn=None) -> list:
     is passed on unchanged (rclpy's descriptor check or the node's on-set callback then
     refuses it) and told to ``warn(message)`` first, when given: rclpy refuses values
     outside a descriptor's type or range before any on-set callback runs, and tells only
-    the caller.
+    the caller. So is a name the node does not declare, with the closest declared one.
     """
     from rclpy.parameter import Parameter
 
@@ -349,6 +349,11 @@ def before_set(params: list, warn=None) -> list:
                 and p.type_ == Parameter.Type.INTEGER:
             p = Parameter(p.name, Parameter.Type.DOUBLE, float(p.value))
         error = spec.check(p.value) if spec is not None else None
+        if spec is None:  # rclpy refuses it naming nothing ("undeclared parameter(s): []")
+            unknown = unknown_parameters([p.name])
+            if unknown:
+                hint = f" (did you mean '{unknown[0][1]}'?)" if unknown[0][1] else ''
+                error = f"unknown parameter '{p.name}'{hint}"
         if error and warn is not None:
             warn(f'parameter change rejected: {error}')
         out.append(p)
