@@ -291,6 +291,10 @@ def annotate(text: str, is_ssml: bool, outputs: list, segments: list) -> list:
         sent_at = _locate(sents, plain, base)
         segs = segments[seg_index:seg_index + count]
         seg_at = _locate([s.text for s in segs], plain, base)
+        # Sentences and segments both lie in text order: the first segment of each
+        # sentence is found moving forward (a scan of every segment per sentence took
+        # 6.7 s of a 100,000-character text's 9 s preparation).
+        ahead = 0
         for si, (sent, where) in enumerate(zip(sents, sent_at)):
             if not where:
                 continue
@@ -302,8 +306,10 @@ def annotate(text: str, is_ssml: bool, outputs: list, segments: list) -> list:
                 prev[0] = (prev[0][0], max(prev[0][1], span[1]))
                 prev[2] = ends
                 continue
-            first = next((seg_index + k for k, sa in enumerate(seg_at)
-                          if sa and where[0] <= sa[0] <= where[-1]), None)
+            while ahead < len(seg_at) and (not seg_at[ahead] or seg_at[ahead][0] < where[0]):
+                ahead += 1
+            first = seg_index + ahead if ahead < len(seg_at) and \
+                seg_at[ahead][0] <= where[-1] else None
             if first is not None:
                 sentences.append([span, first, ends])
         for k, (seg, where) in enumerate(zip(segs, seg_at)):
