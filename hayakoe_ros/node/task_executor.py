@@ -37,7 +37,15 @@ from rclpy.service import Service
 __all__ = ['SingleTaskExecutor', 'TaskExecutor']
 
 
-def _raise_unless_service(handler, exc: BaseException, where) -> None:
+def _ready(executor, timeout_sec, wait_condition, quiet: tuple) -> Optional[tuple]:
+    """``executor.wait_for_ready_callbacks(...)``, or None on one of ``quiet`` (as rclpy)."""
+    try:
+        return executor.wait_for_ready_callbacks(timeout_sec, None, wait_condition)
+    except quiet:
+        return None
+
+
+def _raise_unless_service(exc: BaseException, where) -> None:
     """Log ``exc`` of a service callback (``where``: (service, node)); re-raise others."""
     if where is None or not isinstance(exc, Exception):
         raise exc
@@ -65,18 +73,18 @@ class TaskExecutor(MultiThreadedExecutor):
         wait_condition: Callable[[], bool] = lambda: False,
     ) -> None:
         """One spin as in rclpy 9.1, less the duplicate entries of a pending task."""
-        try:
-            handler, _entity, _node = self.wait_for_ready_callbacks(
-                timeout_sec, None, wait_condition)
-        except (ExternalShutdownException, ShutdownException, TimeoutException,
-                ConditionReachedException):
+        ready = _ready(self, timeout_sec, wait_condition, (
+            ExternalShutdownException, ShutdownException, TimeoutException,
+            ConditionReachedException))
+        if ready is None:
             return
+        handler, entity, node = ready
         self._executor.submit(handler)
         # A task re-yielded while it awaits is the same object: identity, not equality.
         if not any(entry is handler for entry in self._futures):
             self._futures.append(handler)
-            if isinstance(_entity, Service) and _node is not None:
-                self._services.append((handler, (_entity, _node)))
+            if isinstance(entity, Service) and node is not None:
+                self._services.append((handler, (entity, node)))
         for future in self._futures[:]:
             if future.done():
                 self._futures.remove(future)
@@ -85,7 +93,7 @@ class TaskExecutor(MultiThreadedExecutor):
                     self._services = [(h, w) for h, w in self._services if h is not future]
                 exc = future.exception()
                 if exc is not None:  # raise it, as rclpy does, unless a service's
-                    _raise_unless_service(future, exc, where)
+                    _raise_unless_service(exc, where)
 
 
 class SingleTaskExecutor(SingleThreadedExecutor):
@@ -97,14 +105,14 @@ class SingleTaskExecutor(SingleThreadedExecutor):
         wait_condition: Callable[[], bool] = lambda: False,
     ) -> None:
         """One spin as in rclpy 9.1; a service callback's exception is logged, not raised."""
-        try:
-            handler, entity, node = self.wait_for_ready_callbacks(
-                timeout_sec, None, wait_condition)
-        except (ShutdownException, TimeoutException, ConditionReachedException):
+        ready = _ready(self, timeout_sec, wait_condition, (
+            ShutdownException, TimeoutException, ConditionReachedException))
+        if ready is None:
             return
+        handler, entity, node = ready
         handler()
         exc = handler.exception()
         if exc is not None:
             where = (entity, node) if isinstance(entity, Service) and node is not None \
                 else None
-            _raise_unless_service(handler, exc, where)
+            _raise_unless_service(exc, where)
