@@ -62,6 +62,27 @@ def test_without_pacing_queued_utterances_are_stamped_one_after_the_other(rig):
         assert b.play_time == pytest.approx(a.play_time + a.valid_frames / SR, abs=1e-9)
 
 
+@pytest.mark.parametrize('cut', ['cancel', 'stop'])
+def test_without_pacing_an_utterance_after_a_cut_one_is_stamped_at_its_release(rig, cut):
+    # What was released of a cut utterance is dropped downstream (its end mark says
+    # where): the next one does not wait behind it (it was stamped after all of it).
+    sched, rec, engine, clock, _ = rig(pacing=False, chunk_frames=256)
+    engine.hold('散歩')
+    first = submit_text(sched, THREE, VOICE)
+    assert engine.entered.wait(T)
+    _wait_published(rec, first, FIRST_LEN)
+    if cut == 'cancel':
+        assert sched.cancel(first, CancelReason.CLIENT)
+    else:
+        assert sched.stop() == 1
+    engine.release()
+    released_to = first.end_play_time
+    assert released_to > clock() + 0.1  # pacing off: released ahead of playback
+    after = submit_text(sched, 'はい。', VOICE)
+    assert after.wait(T) and after.outcome is Outcome.SUCCEEDED
+    assert rec.chunks(after)[0].play_time < released_to
+
+
 def test_pauses_are_the_predicted_ones_not_a_fixed_gap(rig):
     sched, rec, engine, _, _ = rig(pacing=False, chunk_frames=512)
     utt = submit_text(sched, THREE, VOICE)

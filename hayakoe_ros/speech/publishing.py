@@ -72,8 +72,13 @@ class Publishing:
             if track is None or track.utt is not utt or track.attempt is not item.attempt:
                 track = Track(utt, item.attempt, self.config, self._clock, self._waiter)
                 with self._pub_lock:
-                    before = self._track  # the track released from last, if any
-                    if before is not None:
+                    # After the track released from last, if it played to its end. The
+                    # rest of a cut one (canceled, stopped, suspended for an urgent text)
+                    # is dropped downstream: with pacing off that was seconds of audio
+                    # released ahead, and the next utterance was stamped behind it.
+                    before = self._track
+                    if before is not None and before.attempt is before.utt.attempt \
+                            and not before.attempt.token.canceled and not before.utt.halted:
                         track.pacer.not_before = before.end_play_time
             if isinstance(item, EndOfUtterance):
                 with self._pub_lock:
