@@ -259,7 +259,7 @@ def test_a_flood_of_punctuation_is_spoken_promptly(tiny_model_root, ros_client):
 def test_a_cancel_does_not_wait_for_another_goal_s_long_text_to_be_prepared(ros_client):
     # A cancel's answer came only once a long text behind it was prepared (seconds for
     # 100,000 characters), and the robot went on talking until then.
-    node = NodeProcess({'engine': 'openjtalk', 'max_chars': 200_000})
+    node = NodeProcess({'engine': 'openjtalk', 'max_chars': 400_000})
     try:
         events, sub = _speaking_events(ros_client, node)
         action = ros_client.action_client(node.topic('say'))
@@ -267,8 +267,15 @@ def test_a_cancel_does_not_wait_for_another_goal_s_long_text_to_be_prepared(ros_
         deadline = time.monotonic() + 30
         while not feedback and time.monotonic() < deadline:
             time.sleep(0.01)
-        long_text = 'きょうはいいてんきですね。' * 8000
+        long_text = 'きょうはいいてんきですね。' * 24000  # seconds to prepare
         long_goal, long_feedback = send_goal(ros_client, action, long_text)
+        # Goals behind the long one wait for their turn without holding executor threads
+        # (three of them took all four and starved the cancel), and keep their order.
+        shorts = [([], TTS.Goal(text=f'{n}番です。')) for n in range(4)]
+        pending = [action.send_goal_async(goal, feedback_callback=lambda fb, got=got:
+                                          got.append(time.monotonic()))
+                   for got, goal in shorts]
+        handles = [wait_future(future, 30) for future in pending]  # accepted: waiting
         wait_future(speaking.cancel_goal_async(), 30)
         result = wait_future(speaking.get_result_async(), 30)
         assert result.status == GoalStatus.STATUS_CANCELED
@@ -283,6 +290,11 @@ def test_a_cancel_does_not_wait_for_another_goal_s_long_text_to_be_prepared(ros_
         wait_future(long_goal.cancel_goal_async(), 30)
         assert wait_future(long_goal.get_result_async(), 30).status == \
             GoalStatus.STATUS_CANCELED
+        for handle in handles:
+            assert wait_future(handle.get_result_async(), 60).status == \
+                GoalStatus.STATUS_SUCCEEDED
+        firsts = [got[0] for got, _ in shorts]
+        assert firsts == sorted(firsts), 'the goals behind the long one spoke out of order'
         ros_client.node.destroy_subscription(sub)
     finally:
         assert node.stop() == 0, node.log()

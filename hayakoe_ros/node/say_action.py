@@ -23,18 +23,21 @@ destroying it.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import threading
 import time
 from typing import Callable, Optional
 
 from audio_common_msgs.action import TTS
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action import CancelResponse, GoalResponse
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
 
 from ..speech import CancelReason, Outcome, Utterance
-from .executor_wait import caught_up, spin_once
+from .action_drain import DrainableActionServer
+from .executor_wait import caught_up
+from .turns import Turns
 from .parameters import MAX_QUEUE_LIMIT, RATE_RANGE, VOLUME_RANGE
 
 #: Language codes accepted on goals: Japanese, plus empty and the action's default "en"
@@ -55,11 +58,6 @@ CANCEL_STATE_TIMEOUT_S = 2.0
 #: How often it looks (s): the transition is microseconds away, so one look usually ends it.
 CANCEL_STATE_POLL_S = 0.002
 
-#: Waits of the executor in a row that must find the server with nothing to take before
-#: its requests count as drained: the first may have begun before the drain did.
-DRAINED_WAITS = 2
-#: Longest single ``spin_once`` while draining from the thread that spins (s).
-DRAIN_SPIN_S = 0.05
 #: Default longest wait for each step of :meth:`SayActionServer.destroy` (s).
 DESTROY_STEP_TIMEOUT_S = 2.0
 
@@ -85,98 +83,11 @@ def goal_error(goal: TTS.Goal) -> Optional[str]:
 
 
 
-class _DrainableActionServer(ActionServer):
-    """rclpy's ``ActionServer``, telling when every request it has received is answered.
-
-    rclpy has no event for that. The executor calls :meth:`is_ready` after every wait the
-    server took part in (never while a request it found is not yet taken), and a request
-    is taken (:meth:`take_data`) and answered (:meth:`execute`) by one handler. So: once
-    :data:`DRAINED_WAITS` waits in a row found nothing ready and no handler is between
-    its take and the end of its execute, every request received before is answered
-    (a goal's result, sent when the goal ends, aside: see :meth:`SayActionServer.destroy`).
-    """
-
-    def __init__(self, *args, **kwargs) -> None:
-        # Set before the base class adds the server to the node: the executor may call
-        # is_ready from then on.
-        self.activity = threading.Condition()
-        self.idle_waits = 0  # executor waits that found nothing ready
-        self.busy = 0  # handlers between take_data and the end of execute
-        self.changes = 0  # bumped, with a notify, whenever one of the above changes
-        super().__init__(*args, **kwargs)
-
-    def _changed(self) -> None:
-        self.changes += 1
-        self.activity.notify_all()
-
-    def is_ready(self, wait_set) -> bool:
-        """The base class's answer; counts the waits that found nothing ready."""
-        ready = super().is_ready(wait_set)
-        with self.activity:
-            if not ready:
-                self.idle_waits += 1
-            self._changed()
-        return ready
-
-    def take_data(self):
-        """The base class's take; the handler counts as busy until its execute ends."""
-        with self.activity:
-            self.busy += 1
-            self._changed()
-        try:
-            return super().take_data()
-        except BaseException:
-            with self.activity:
-                self.busy -= 1
-                self._changed()
-            raise
-
-    async def execute(self, taken_data) -> None:
-        """The base class's execute (which sends the responses), then not busy."""
-        try:
-            await super().execute(taken_data)
-        finally:
-            with self.activity:
-                self.busy -= 1
-                self._changed()
-
-    def wait_drained(self, executor, timeout: float, spin: bool) -> bool:
-        """Wait until every request received before this call has been answered.
-
-        Args:
-            executor: The executor that serves the server.
-            timeout: Longest wait (s, monotonic).
-            spin: True from the thread that spins ``executor`` (outside any callback):
-                it is spun here. False while other threads spin it: it is woken, so that
-                it waits again at once rather than at its own timeout.
-
-        Returns:
-            True when drained; False at the timeout.
-        """
-        deadline = time.monotonic() + timeout
-        with self.activity:
-            target = self.idle_waits + DRAINED_WAITS
-        while True:
-            with self.activity:
-                if self.idle_waits >= target and not self.busy:
-                    return True
-                seen = self.changes
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            if spin:
-                spin_once(executor, min(left, DRAIN_SPIN_S))
-                continue
-            executor.wake()
-            with self.activity:
-                if self.changes == seen:
-                    self.activity.wait(left)
-
-
 @dataclasses.dataclass
 class _Goal:
     handle: object
     done: Future
+    turn: Future  # its turn to be handed to the scheduler (:class:`.turns.Turns`)
     utterance: Optional[Utterance] = None
     cancel_requested: bool = False
 
@@ -212,15 +123,18 @@ class SayActionServer:
         self._feedback = feedback
         self._group = callback_group
         self._lock = threading.Condition()  # notified when a goal leaves the table
-        # Goals are handed to the scheduler one at a time, in the order their execute
-        # callbacks run. Not under _lock: a long text's preparation (seconds for 100,000
+        # Goals are handed to the scheduler one at a time, in arrival order, each when
+        # its turn comes. Not under _lock: a long text's preparation (seconds for 100,000
         # characters) held back every cancel, and the speaking goal went on meanwhile.
-        self._submit = threading.Lock()
+        self._turns = Turns(self._wake)
+        self._arrivals: dict = {}  # goal UUID -> arrival number, until it is accepted
+        self._arrived = itertools.count()
         self._goals: dict = {}
         self._last_end: Optional[float] = None  # monotonic s of the newest goal's end
         burst = QoSProfile(depth=BURST_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
-        self._server = _DrainableActionServer(
-            node, TTS, name, execute_callback=self._execute, goal_callback=self._on_goal,
+        self._server = DrainableActionServer(
+            node, TTS, name, on_goal=self._on_arrival, execute_callback=self._execute,
+            goal_callback=self._on_goal,
             handle_accepted_callback=self._on_accepted, cancel_callback=self._on_cancel,
             callback_group=callback_group, goal_service_qos_profile=burst,
             result_service_qos_profile=burst, cancel_service_qos_profile=burst,
@@ -285,9 +199,19 @@ class SayActionServer:
     def _on_goal(_request) -> GoalResponse:
         return GoalResponse.ACCEPT
 
-    def _on_accepted(self, goal_handle) -> None:
+    def _on_arrival(self, key: bytes) -> None:  # the spinning thread, in arrival order
         with self._lock:
-            self._goals[bytes(goal_handle.goal_id.uuid)] = _Goal(goal_handle, Future())
+            self._arrivals[key] = next(self._arrived)
+            while len(self._arrivals) > BURST_DEPTH:  # requests never accepted (a reused id)
+                del self._arrivals[next(iter(self._arrivals))]
+
+    def _on_accepted(self, goal_handle) -> None:
+        key = bytes(goal_handle.goal_id.uuid)
+        with self._lock:
+            arrival = self._arrivals.pop(key, None)
+            if arrival is None:
+                arrival = next(self._arrived)
+            self._goals[key] = _Goal(goal_handle, Future(), self._turns.join(arrival))
         goal_handle.execute()
 
     def _on_cancel(self, goal_handle) -> CancelResponse:
@@ -302,6 +226,8 @@ class SayActionServer:
             if utt is not None and utt.done:
                 return CancelResponse.REJECT
             record.cancel_requested = True
+        if utt is None:  # waiting for its turn, or being prepared
+            self._turns.withdraw(record.turn)
         if utt is not None and not self._cancel(utt, CancelReason.CLIENT):
             with self._lock:  # it finished between the check and the cancel
                 record.cancel_requested = False
@@ -358,28 +284,12 @@ class SayActionServer:
 
     async def _run(self, goal_handle, record: _Goal) -> TTS.Result:
         error = goal_error(goal_handle.request)
-        with self._lock:
-            canceled = record.cancel_requested
-        if canceled:
-            error = None
-        elif error is None:
-            utt = None
-            with self._submit:
-                try:
-                    utt = self._speak(
-                        goal_handle.request, self._completer(record),
-                        self._on_chunk(goal_handle), bytes(goal_handle.goal_id.uuid).hex())
-                except (ValueError, RuntimeError) as exc:
-                    error = str(exc)
-                except Exception as exc:  # an unforeseen input must not take the node down
-                    error = f'internal error: {type(exc).__name__}: {exc}'
-            with self._lock:
-                record.utterance = utt
-                canceled = record.cancel_requested
-            if canceled:  # the cancel came while the text was prepared: it wins
-                error = None
-                if utt is not None:
-                    self._cancel(utt, CancelReason.CLIENT)
+        try:
+            if error is None:
+                await record.turn  # no executor thread is held meanwhile
+            error = self._hand_over(goal_handle, record, error)
+        finally:
+            self._turns.leave(record.turn)
         if error is not None:
             self._node.get_logger().warning(f'say goal aborted: {error}')
             if self._refused is not None:
@@ -399,6 +309,30 @@ class SayActionServer:
             return await self._end_canceled(goal_handle, utt.heard)
         goal_handle.abort()
         return TTS.Result(text=f'error: {utt.error}')
+
+    def _hand_over(self, goal_handle, record: _Goal, error: Optional[str]) -> Optional[str]:
+        """Queue the goal's utterance in its turn (``record.utterance``); why it is refused."""
+        with self._lock:
+            if record.cancel_requested:
+                return None
+        if error is not None:
+            return error
+        utt = None
+        try:
+            utt = self._speak(goal_handle.request, self._completer(record),
+                              self._on_chunk(goal_handle), bytes(goal_handle.goal_id.uuid).hex())
+        except (ValueError, RuntimeError) as exc:
+            error = str(exc)
+        except Exception as exc:  # an unforeseen input must not take the node down
+            error = f'internal error: {type(exc).__name__}: {exc}'
+        with self._lock:
+            record.utterance = utt
+            canceled = record.cancel_requested
+        if canceled:  # the cancel came while the text was prepared: it wins
+            if utt is not None:
+                self._cancel(utt, CancelReason.CLIENT)
+            return None
+        return error
 
     async def _end_canceled(self, goal_handle, heard: str = '') -> TTS.Result:
         # The server moves the goal to CANCELING right after the cancel callback returns,
