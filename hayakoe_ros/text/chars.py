@@ -91,10 +91,16 @@ _POWER_RE = re.compile('(?<=[0-9０-９])(⁻?[⁰¹²³⁴⁵⁶⁷⁸⁹]+)')
 # (the ♀ of 🙇‍♀️ メス, ™ as TM ム): each run becomes a space, a word boundary with no pause. A
 # keycap's digit stays (1️⃣ is 1). Geometric shapes (○ ◯ ■ ▲, read as placeholders and
 # bullets) and enclosed numbers (① is 1) are not pictographs here.
-_PICTOGRAPH_RE = re.compile('[\u00a9\u00ae\u2122\u2139\u2190-\u21ff\u2300-\u23ff'
-                            '\u2600-\u27bf\u2b00-\u2bff\u3030\u303d'
-                            '\U0001f000-\U0001faff]+')
+_PICTOGRAPHS = ('\u00a9\u00ae\u2122\u2139\u2190-\u21ff\u2300-\u23ff\u2600-\u263f'
+                '\u2641\u2643-\u27bf\u2b00-\u2bff\u3030\u303d\U0001f000-\U0001faff')
+# ♀ and ♂ alone are read, in kana so that hayakoe's own normaliser, which drops them,
+# says them too (柴犬♂ オス); after an emoji they are its gender (🙇‍♀️): silent.
+_SEX = {'\u2640': 'メス', '\u2642': 'オス'}
+_SEX_RE = re.compile('[\u2640\u2642]')
+_PICTOGRAPH_RE = re.compile('[%s](?:[%s\u2640\u2642])*' % (_PICTOGRAPHS, _PICTOGRAPHS))
 _KEYCAP = '\u20e3'
+# Keycaps side by side are a list (1️⃣2️⃣3️⃣: イチ、ニ、サン, not 百二十三).
+_KEYCAP_RUN_RE = re.compile('\u20e3(?=[0-9#*]\u20e3)')
 
 
 def pictographs(text: str) -> str:
@@ -105,7 +111,11 @@ def pictographs(text: str) -> str:
     :func:`~.frontend.compat_normalize` keeps them from NFKC (``TM``, ``i``).
     """
     text = _PICTOGRAPH_RE.sub(' ', text)
-    return text.replace(_KEYCAP, '') if _KEYCAP in text else text
+    if '\u2640' in text or '\u2642' in text:
+        text = _SEX_RE.sub(lambda m: _SEX[m.group(0)], text)
+    if _KEYCAP not in text:
+        return text
+    return _KEYCAP_RUN_RE.sub(' ', text).replace(_KEYCAP, '')
 
 
 def before_nfkc(text: str) -> str:

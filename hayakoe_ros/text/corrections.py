@@ -94,12 +94,20 @@ TABLE = """
 他の	ほかの
 他は	ほかは
 その他	その他
+他の追随	他の追随
 # 値 of a measurement: あたい (Open JTalk: ね, the price); 値段, 値下げ are whole words
 値を	あたいを
 値は	あたいは
 の値	のあたい
-# 強 after a time: a little more than (1時間強 きょう; Open JTalk: つよ)
-時間強	時間きょう
+# 強 after a time: a little more than (1時間強 きょう; Open JTalk: つよ); only where no
+# 強い/強く follows (長い時間強く押す)
+時間強かか	時間きょうかか
+時間強で	時間きょうで
+時間強の	時間きょうの
+時間強、	時間きょう、
+時間強。	時間きょう。
+時間強です	時間きょうです
+時間強ほど	時間きょうほど
 # 空 of a container: から (Open JTalk: そら, the sky)
 が空です	がからです
 が空になり	がからになり

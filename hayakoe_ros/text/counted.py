@@ -26,13 +26,28 @@ from .numbers import number
 
 _NUM = r'\d+(?:\.\d+)?'
 
+#: Second kanji of common words that start with a counter's kanji (本日, 個人, 回答,
+#: 枚方): there the kanji is no counter (12/1本日 is a date, not 1/12 of a 本).
+COMPOUND_AFTER = {'本': '日社番格当人来気物店部体文音館線命', '個': '人展別性室所体',
+                  '回': '答収復数路線避覧', '件': '数名', '点': '検数滴灯', '枚': '方数挙',
+                  '発': '表生見売電信射', '着': '用信手陸', '通': '知常信過勤報'}
+
+
+def _counter(kanji: str) -> str:
+    """A counter's kanji as a pattern: not where it starts a word of COMPOUND_AFTER."""
+    after = COMPOUND_AFTER.get(kanji)
+    return f'{kanji}(?![{after}])' if after else kanji
+
+
 #: Counters the first number of a range takes too (``3〜4分`` -> 3分から4分).
 POINT_COUNTERS = ('時間', '日間', '週間', 'か月', 'ヶ月', 'カ月', '時', '分', '秒', '日', '月',
                   '年', '割', '歳', '階', '週', '泊',
                   # Counted things whose first number changes its sound (イッポン, サンボン):
                   # a bare イチ before them said "イチカラニホン", heard as "from 1, Japan".
-                  '本', '杯', '匹', '回', '個', '件', '冊', '軒', '曲', '足', '頭', '発', '着',
-                  '羽', '点', '歩', '勝', '敗', '通(?!り)')
+                  # Not the first kanji of a word (1〜2本日, 2〜3個人: COMPOUND_AFTER).
+                  *(_counter(c) for c in ('本', '杯', '匹', '回', '個', '件', '冊', '軒', '曲',
+                                          '頭', '発', '着', '羽', '点', '歩', '勝', '敗')),
+                  '通(?![り知常信過勤報])')
 _COUNTER_RANGE_RE = re.compile(r'(?<![\d.])(%s)\s*[〜~]\s*(%s)(%s)' % (
     _NUM, _NUM, '|'.join(POINT_COUNTERS)))
 # 1〜2人: フタリ, a native reading, after a bare イチ mixes two ways of counting (2〜3人,
@@ -63,7 +78,9 @@ QUANTITY_AFTER = ('の量', 'の確率', 'の割合', 'の大きさ', 'の長さ
                   'の人', 'の時間', 'の距離', 'の値段', 'の価格', 'の速さ', 'の速度', 'の容量',
                   'の力', 'の数', 'の高さ', 'の幅', 'の範囲', 'の部分', 'の程度', 'の分量',
                   '以上', '以下', '未満', '程度', 'くらい', 'ぐらい', 'ほど', 'ずつ', '倍',
-                  'カップ', 'サイズ', 'スケール', 'の確率で', '個', '杯', '本', '枚', '切れ')
+                  'カップ', 'サイズ', 'スケール', 'の確率で',
+                  # Counters, not the first kanji of a word (12/1本日, 3/1個人情報, 4/15枚方).
+                  *(_counter(c) for c in ('個', '杯', '本', '枚')), '切れ')
 #: Words before ``a/b`` that make it a quantity: 約, and a recipe's spoons (大さじ1/2).
 QUANTITY_BEFORE = ('約', 'およそ', '全体の', '大さじ', '小さじ')
 _FRACTION_CONTEXT_RE = re.compile(
@@ -82,11 +99,15 @@ _TSUITACHI_RE = re.compile(r'(?:(?<=毎月)|(?<=今月)|(?<=来月)|(?<=先月)|
 _ZERO_RE = re.compile(r'(?<![\d.,])0(?=時(?!間)|度)')
 # Ten minutes: Open JTalk takes 十分 for じゅうぶん (enough) before most words (十分です,
 # 十分前); written 一〇 the same numeral is split from 分 and read ジュップン everywhere.
-_TEN_MINUTES_RE = re.compile(r'(?<![\d.,])10(?=分(?!の))')
+# A fraction is 分の and a number (10分の1); 10分の遅れ is minutes.
+_NOT_FRACTION = '(?!の[\\d一二三四五六七八九十百千])'
+_TEN_MINUTES_RE = re.compile(r'(?<![\d.,])10(?=分%s)' % _NOT_FRACTION)
 # Two and nine minutes: Open JTalk reads 二分 ニブン (halving) and 九分 クブ (九分九厘)
-# wherever they stand (2分後, 約9分); the other minutes it reads right. Not 2分の1, and not
-# the 分 of a 割 (_BU_RE, applied first).
-_TWO_NINE_MINUTES_RE = re.compile(r'(?<![\d.,])([29])分(?!の)')
+# wherever they stand (2分後, 約9分, 2分の遅れ); the other minutes it reads right. Not
+# 2分の1, not the 分 of a 割 (_BU_RE, applied first), and not the start of a word other
+# than 後 前 間 半 以内 程度 頃 (2分割 ニブンカツ, 9分咲き クブザキ, 2分木).
+_TWO_NINE_MINUTES_RE = re.compile(r'(?<![\d.,])([29])分%s(?!(?![後前間半以程頃])[一-龥々])'
+                                  % _NOT_FRACTION)
 _TWO_NINE_MINUTES = {'2': 'ニフン', '9': 'キューフン'}
 # 分 of a tenth of a 割 (打率3割5分, 5分5厘) is ブ; Open JTalk reads the time's フン.
 # Only after a rate (3割, 三割): 役割5分, 時間割5分前 are minutes.

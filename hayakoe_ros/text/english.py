@@ -30,6 +30,9 @@ LETTERS = {
 #: Acronym length: an unknown all-capital word up to this long is spelled.
 MAX_ACRONYM = 5
 
+#: Longest lower-case word looked up capitalised in Open JTalk's dictionary (letters).
+MAX_CAPITALISED = 5
+
 #: Longest word looked up or read by e2k (letters; the longest English dictionary word has
 #: 45): longer runs of letters are no word and are spelled, in time linear in their length.
 MAX_WORD_LETTERS = 48
@@ -48,7 +51,9 @@ COMMON = {'are': 'アー', 'today': 'トゥデイ', 'an': 'アン', 'is': 'イ�
           'why': 'ホワイ', 'please': 'プリーズ', 'thank': 'サンク', 'thanks': 'サンクス',
           "i'm": 'アイム', "it's": 'イッツ', "don't": 'ドント', "can't": 'キャント',
           'python': 'パイソン', 'github': 'ギットハブ', 'that': 'ザット', "that's": 'ザッツ',
-          'yeah': 'イエー', 'hmm': 'フーム', 'okay': 'オーケー'}
+          'yeah': 'イエー', 'hmm': 'フーム', 'okay': 'オーケー', 'shh': 'シーッ',
+          'zzz': 'グーグー', 'brr': 'ブルル', 'psst': 'プスッ', 'mr': 'ミスター',
+          'mrs': 'ミセス', 'ms': 'ミズ', 'dr': 'ドクター', 'mt': 'マウント'}
 
 #: Names and terms a robot's replies carry that no rule reads right, in any case (chatgpt
 #: and CHATGPT as ChatGPT: none of them is also a word read otherwise), hyphen included;
@@ -131,8 +136,13 @@ def to_katakana(word: str) -> str:
     if len(word) == 1 or len(word) > MAX_WORD_LETTERS:
         return spell(word)
     # Open JTalk's dictionary holds English words capitalised (Hello, Yes, Great): typed
-    # in lower case they went to e2k, which read hello ヘロ (said エロ), yes イーズ.
-    native = _native(word) or (word.islower() and _native(word.capitalize()))
+    # in lower case they went to e2k, which read hello ヘロ (said エロ), yes イーズ. Short
+    # words only, and not as letters: longer ones match other entries (clearing was read
+    # クリーニング, supplies サプライズ) and bin, alt are spelled there.
+    native = _native(word)
+    if not native and word.islower() and len(word) <= MAX_CAPITALISED:
+        native = _native(word.capitalize())
+        native = None if native == spell(word) else native
     if native:
         return native
     if word.isupper() and len(word) <= MAX_ACRONYM or not _VOWEL_RE.search(word):

@@ -91,8 +91,11 @@ _TIME_RE = re.compile(r'(午前|午後|AM|PM|am|pm)?\s*(?<![\d:])(\d{1,2}):(\d{2
                       r'(?::(\d{2}))?(?![\d:])'
                       r'(?:\s*([AaPp])\.?[Mm]\.?(?![A-Za-z]))?')
 _AMPM = {'a': '午前', 'p': '午後'}
-# An hour with am/pm and no minutes (10am, 3 PM, 5 p.m.): 午前十時. Not PM2.5 (2 PM2.5).
-_HOUR_AMPM_RE = re.compile(r'(?<![\d:.])(1[0-2]|0?[1-9])\s?([AaPp])\.?[Mm]\.?(?![A-Za-z0-9])')
+# An hour with am/pm and no minutes (10am, 3 PM, 5 p.m.): 午前十時; a range of hours
+# (10-11am) takes it once. Not PM2.5 (2 PM2.5).
+_HOUR = r'(1[0-2]|0?[1-9])'
+_HOUR_AMPM_RE = re.compile(r'(?<![\d:.])(?:%s\s*[-–~〜]\s*)?%s\s?([AaPp])\.?[Mm]\.?(?![A-Za-z0-9])'
+                           % (_HOUR, _HOUR))
 # After times and dates: a range between two kept readings (10:30〜11:00, 12/6(土)〜12/8);
 # a hyphen or en dash too, after a time's or a date's reading (10:00-18:00); a hyphen or
 # en dash between numbers left after phones and dates (10-20枚, 2020–2025年), after a
@@ -110,7 +113,8 @@ _KEPT_FROM_RE = re.compile(r'(?<=\ue001)\s*[~〜](?![~〜])')
 _HYPHEN_NUMBERS_RE = re.compile(r'(?<=\d)[-–](?=\d)')
 # Three or four numbers joined by hyphens are an address (六本木6-10-1), read with の;
 # phone numbers and dates are read before.
-_ADDRESS_RE = re.compile(r'(?<![\d-])[1-9]\d{0,3}(?:-\d{1,4}){2,3}(?![\d-])')
+_ADDRESS_RE = re.compile(r'(?<![\d-])[1-9]\d{0,3}(?:-\d{1,4}){2,3}(?![\d-])'
+                         r'|(?<=丁目)\d{1,4}(?:-\d{1,4}){1,2}(?![\d-])')  # 1丁目2-3
 _HYPHEN_RANGE_RE = re.compile(r'(?<=\d[%時分秒日月年階人個回円])[-–](?=\d)'
                               r'|(?:(?<=\d時間)|(?<=\dヶ月)|(?<=\dか月))[-–](?=\d)'
                               r'|(?<=\d)\s?[-–]\s?(?=[¥$€£₩]\d)')
@@ -127,12 +131,15 @@ _DECIMAL_COUNTER_RE = re.compile(r'(%s)?(\d+\.\d+)(日|分|歳)(?!(?![後前以�
                                  % _SIGN)
 _DECIMAL_COUNTER = {'日': 'ニチ', '分': 'フン', '歳': 'サイ'}
 # Numbers between blanks are a list, read with a pause: 1 2 3 was 一二三, ヒャクニジューサン;
-# so are numbers between nakaguro (1・2階, 5・6年生), which Open JTalk read as a decimal point.
-_NUMBERS_SPACE_RE = re.compile(r'(?<=\d)(?:[ \u3000]+|・)(?=\d)')
+# so are numbers between nakaguro before a counter (1・2階, 5・6年生), which Open JTalk read
+# as a decimal point; 3・11 (a date's name) stays as it was.
+_NUMBERS_SPACE_RE = re.compile(r'(?<=\d)(?:[ \u3000]+|・(?=\d{1,3}%s))(?=\d)'
+                               % '[階年人回個本枚日月号番位歳組章時分]')
 _JA_SPACE_RE = re.compile(r'(?<=[^\x00-\x7f])[ \u3000]+(?=[^\x00-\x7f])')
 # A number's reading, a blank, then a word that starts with a kanji numeral (Room 5 一番奥,
 # 1 六本木ヒルズ): a pause, since without the blank Open JTalk read one number (五一).
-_NUMBER_BLANK_NUMERAL_RE = re.compile('(?<=%s)[ \u3000]+(?=[一二三四五六七八九十百千万〇])'
+# Not before 十百千万億 (約 1,400 万人: one number written with blanks).
+_NUMBER_BLANK_NUMERAL_RE = re.compile('(?<=%s)[ \u3000]+(?=[一二三四五六七八九〇])'
                                       % KEEP_CLOSE)
 _ENGLISH_RUN_RE = re.compile(r'%s(?:[ ]+%s)*' % (english.WORD_RE.pattern,
                                                  english.WORD_RE.pattern))
@@ -259,6 +266,21 @@ def _clock(m: re.Match) -> Optional[str]:
     return time_reading(int(m.group(2)), int(m.group(3)), sec, prefix)
 
 
+def _hours_ampm(m: re.Match) -> str:
+    # Said once: after 午前/午後 already (午後3 PM), and before a range's first hour only
+    # when both hours lie in the same half of the day (10-11am; 9-5pm is nine to 5 p.m.).
+    before = m.string[:m.start()].rstrip()
+    half = '' if before.endswith(('午前', '午後')) else _AMPM[m.group(3).lower()]
+    end = int(m.group(2))
+    if m.group(1) is None:
+        return keep(time_reading(end, 0, None, half) or m.group(0))
+    start = int(m.group(1))
+    same = start % 12 < end % 12
+    first = time_reading(start, 0, None, half if same else '')
+    second = time_reading(end, 0, None, '' if same else half)
+    return keep(f'{first}から{second}') if first and second else m.group(0)
+
+
 def _time(m: re.Match) -> str:
     reading = _clock(m)
     return m.group(0) if reading is None else keep(reading)
@@ -341,8 +363,7 @@ def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> 
     text = _DATE_YMD_RE.sub(_date_ymd, text)
     text = symbols.dotted(text, keep)
     text = _TIME_RE.sub(_time, text)
-    text = _HOUR_AMPM_RE.sub(lambda m: keep(time_reading(
-        int(m.group(1)), 0, None, _AMPM[m.group(2).lower()]) or m.group(0)), text)
+    text = _HOUR_AMPM_RE.sub(_hours_ampm, text)
     text = _RATIO_RE.sub(lambda m: keep(number(m.group(1)) + '対' + number(m.group(2))), text)
     text = _DECIMAL_COUNTER_RE.sub(
         lambda m: keep(_signed(m.group(1), m.group(2)) + _DECIMAL_COUNTER[m.group(3)]), text)

@@ -37,7 +37,8 @@ _DOTTED_RE = re.compile(r'(?<![\d.])(?:(?i:ver(?:sion)?\.?\s*|v(?=\d+\.\d)))?'
                         r'\d+(?:\.\d+){2,}(?![\d]|\.\d)')
 _VERSION_RE = re.compile(r'(?<![A-Za-z])(?i:ver(?:sion)?)\.?\s*(?=\d)')
 # A lower-case v before a version of one or two parts (v2, v2.1; v1.2.3 is _DOTTED_RE's).
-_SHORT_VERSION_RE = re.compile(r'(?<![A-Za-z0-9])v(?=\d+(?:\.\d+)?(?![\d.]|[A-Za-z]))')
+_SHORT_VERSION_RE = re.compile(r'(?<![A-Za-z0-9])(?<!バージョン)v'
+                               r'(?=\d+(?:\.\d+)?(?![\d.]|[A-Za-z]))')
 
 _RANK = {'1': 'ナンバーワン', '2': 'ナンバーツー', '3': 'ナンバースリー'}
 _RANK_RE = re.compile(r'(?<![A-Za-z.])(?:No\.|#)\s*(\d+)(?![\d.])')
