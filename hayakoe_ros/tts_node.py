@@ -142,6 +142,9 @@ class TTSNode(TeardownNode):
             for name, value in changes.items():
                 spec = PARAMETERS.get(name)
                 if spec is None:
+                    if not name:  # rclpy lets an empty name through (it declares it)
+                        return SetParametersResult(successful=False,
+                                                   reason='a parameter needs a name')
                     continue
                 error = spec.check(value)
                 if error:  # logged by before_set

@@ -140,6 +140,7 @@ def test_goal_rate_and_volume(node, ros_client):
     ({'rate': 10.0}, ''), ({'volume': -0.5}, ''), ({'chunk': 0}, ''),
     ({'output_rate': 100}, 'or 8000..192000 Hz'),  # in the range, but no voice at 100 Hz
     ({'volum': 1.0}, ''),  # rclpy's reason names nothing; the log names it and 'volume'
+    ({'': 1.5}, 'a parameter needs a name'),  # rclpy alone declares it
     ({'engine': 'openjtalk'}, 'applies at the next configure'),  # the node is active
 ])
 def test_bad_parameter_values_are_rejected_with_a_reason(node, ros_client, values, reason):

@@ -218,7 +218,8 @@ def test_read_phrases_from_a_list_or_a_file(tmp_path):
         read_phrases(str(path))
     assert read_phrases('') == []
     # A mistyped path is an error, not a phrase to say (it was spoken and cached).
-    for missing in (str(tmp_path / 'phrase.txt'), '~/no/such/phrases', './phrases'):
+    for missing in (str(tmp_path / 'phrase.txt'), '~/no/such/phrases', './phrases',
+                    'config/phrases', 'phrases.yaml'):
         with pytest.raises(ValueError, match='does not exist'):
             read_phrases(missing)
     assert read_phrases('/etc/robot|') == ['/etc/robot']  # said on purpose

@@ -47,7 +47,8 @@ def _check(text, segs):
     end = 0
     for w in words:
         assert isinstance(w, Word)
-        assert w.value == text[w.start:w.end], (text, w)
+        # The text it spans, less any SSML tag inside it (1234567</say-as>個: 1234567個).
+        assert w.value == re.sub(r'<[^>]*>', '', text[w.start:w.end]), (text, w)
         assert end <= w.start <= w.end, (text, words)
         assert all(isinstance(p, str) and p not in ('pau', 'sil') for p in w.phonemes)
         end = w.end
@@ -212,6 +213,14 @@ def test_a_say_as_reading_is_one_word_in_one_segment(kind, value):
     assert [w.value for w in words] == ['番号', 'は', value, 'です']
     assert all(w.start < w.end for w in words)
     assert len(segs) == 1
+
+
+def test_a_word_across_a_closing_tag_has_no_markup_in_its_value():
+    markup = '<speak>全部で<say-as interpret-as="cardinal">1234567</say-as>個です。</speak>'
+    _, words = _words(markup)
+    word = next(w for w in words if '1234567' in w.value)
+    assert word.value == '1234567個'
+    assert markup[word.start:word.end] == '1234567</say-as>個'
 
 
 def test_ssml_offsets_survive_control_characters_in_the_markup():

@@ -21,7 +21,8 @@ from .phrase_cache import CachingEngine
 
 
 # A value written as a file path (preload_phrases is a path or phrases).
-_PATH_LIKE_RE = re.compile(r'^(?:/|~|\.\.?/)|\.txt$', re.IGNORECASE)
+_PATH_LIKE_RE = re.compile(r'^(?:/|~|\.\.?/|file:)|\.(?:txt|ya?ml|csv)$'
+                           r'|^[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+$', re.IGNORECASE)
 
 
 def read_phrases(spec: str) -> list:
@@ -37,8 +38,9 @@ def read_phrases(spec: str) -> list:
 
     Raises:
         ValueError: the file cannot be read or is not UTF-8, or a single value that is
-            written as a path (it starts with ``/``, ``~``, ``./`` or ``../``, or ends
-            with ``.txt``) names no file: a mistyped path was spoken as a phrase.
+            written as a path (it starts with ``/``, ``~``, ``./``, ``../`` or ``file:``,
+            ends with ``.txt``, ``.yaml`` or ``.csv``, or is ASCII names joined by ``/``)
+            names no file: a mistyped path was spoken as a phrase.
     """
     spec = spec.strip()
     if not spec:

@@ -260,6 +260,9 @@ def _span(spans: list) -> tuple:
 _BREAK_RE = re.compile(r'<break\b')
 
 
+_TAG_RE = re.compile(r'<[^>]*>')
+
+
 def annotate(text: str, is_ssml: bool, outputs: list, segments: list) -> list:
     """Fill ``words``, ``sentence`` and ``marks`` of an utterance's segments.
 
@@ -322,7 +325,10 @@ def annotate(text: str, is_ssml: bool, outputs: list, segments: list) -> list:
     for index, g in words_at:
         start = max(g.start, end)
         stop = max(g.end, start)
-        per_segment[index].append(Word(start, stop, text[start:stop], tuple(g.phonemes)))
+        value = text[start:stop]
+        if is_ssml and '<' in value:  # a word across a tag: 1234567</say-as>個 is 1234567個
+            value = _TAG_RE.sub('', value)
+        per_segment[index].append(Word(start, stop, value, tuple(g.phonemes)))
         end = stop
     seg_marks: list = [[] for _ in segments]
     flat = [(i, k, w) for i, ws in enumerate(per_segment) for k, w in enumerate(ws)]
