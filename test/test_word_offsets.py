@@ -3,10 +3,10 @@
 """Words, sentences and SSML marks of prepared segments, with offsets into the caller's text.
 
 Every row of the readings table (``test/data/readings.yaml``) and targeted cases: each
-word's ``value`` is the caller's ``text[start:end]``, words come in order without overlap,
-cover every speakable character once, and never cut inside a front-end reading; their
-phonemes are what Open JTalk says for the segment. Then random text: nothing raises, the
-same invariants hold.
+word's ``value`` is the caller's ``text[start:end]`` (less SSML tags), words come in order
+without overlap, cover every speakable character once, and never cut inside a front-end
+reading; their phonemes are what Open JTalk says for the segment. Then random text:
+nothing raises, the same invariants hold.
 """
 
 import random

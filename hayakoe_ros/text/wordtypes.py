@@ -23,7 +23,8 @@ class Word:
     Attributes:
         start: Offset of its first character in the caller's text.
         end: One past its last character (``start <= end``).
-        value: ``text[start:end]`` of the caller's text (``"10:30"``, not its reading).
+        value: ``text[start:end]`` of the caller's text (``"10:30"``, not its reading), less
+            any SSML tag inside it.
         phonemes: Open JTalk phonemes of what the voice says for it, in order (pyopenjtalk
             ``g2p`` names: ``a i u e o A I U E O N cl k ky ...``; never ``pau`` or ``sil``).
     """
