@@ -34,10 +34,6 @@ class Turns:
         self._lock = threading.Lock()
         self._queue: list = []  # [(arrival number, future)], the head first
 
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._queue)
-
     def join(self, arrival: int) -> Future:
         """A goal's turn: a future that completes True when the turn comes.
 
