@@ -72,8 +72,20 @@ def _temp(m: re.Match, keep) -> str:
     return keep(head + value + '度')
 
 
+#: The hundredth of a currency, said for an amount with two decimals ($1.50: 1ドル50セント;
+#: it was イッテンゴゼロドル, the zero read as a digit).
+_CENTS = {'$': 'セント', '€': 'セント', '£': 'ペンス'}
+
+
 def _currency(m: re.Match, keep) -> str:
     value = m.group(3)
+    whole, _, cents = value.partition('.')
+    if len(cents) == 2 and m.group(2) in _CENTS and not (m.group(4) or m.group(5)):
+        unit, small, sign = _CURRENCY[m.group(2)], _CENTS[m.group(2)], m.group(1)
+        if not whole.strip('0,'):  # $0.99: 99セント
+            return keep(signed(sign, str(int(cents))) + (small if int(cents) else unit))
+        return keep(signed(sign, whole) + unit +
+                    (number(str(int(cents))) + small if int(cents) else ''))
     if m.group(5):
         with decimal.localcontext() as exact:  # a long amount keeps every digit
             exact.prec = 2 * len(value) + 12
