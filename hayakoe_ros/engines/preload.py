@@ -47,10 +47,11 @@ def read_phrases(spec: str) -> list:
         return []
     path = os.path.expanduser(spec)
     single = '|' not in spec and '\n' not in spec
-    if single and not os.path.isfile(path) and _PATH_LIKE_RE.search(spec):
+    is_file = single and os.path.isfile(path)
+    if single and not is_file and _PATH_LIKE_RE.search(spec):
         raise ValueError(f'preload_phrases file {path} does not exist (a phrase that '
                          "looks like a path: write it with a '|' after it to speak it)")
-    if single and os.path.isfile(path):
+    if is_file:
         try:
             with open(path, encoding='utf-8') as f:
                 lines = f.read().splitlines()

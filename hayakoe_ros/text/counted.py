@@ -26,11 +26,11 @@ from .numbers import number
 
 _NUM = r'\d+(?:\.\d+)?'
 
-#: Second kanji of common words that start with a counter's kanji (本日, 個人, 回答,
-#: 枚方): there the kanji is no counter (12/1本日 is a date, not 1/12 of a 本).
+#: Second kana or kanji of common words that start with a counter's kanji (本日, 個人,
+#: 回答, 枚方, 通り): there the kanji is no counter (12/1本日 is a date, not 1/12 of a 本).
 COMPOUND_AFTER = {'本': '日社番格当人来気物店部体文音館線命', '個': '人展別性室所体',
                   '回': '答収復数路線避覧', '件': '数名', '点': '検数滴灯', '枚': '方数挙',
-                  '発': '表生見売電信射', '着': '用信手陸', '通': '知常信過勤報'}
+                  '発': '表生見売電信射', '着': '用信手陸', '通': 'り知常信過勤報'}
 
 
 def _counter(kanji: str) -> str:
@@ -46,8 +46,7 @@ POINT_COUNTERS = ('時間', '日間', '週間', 'か月', 'ヶ月', 'カ月', '�
                   # a bare イチ before them said "イチカラニホン", heard as "from 1, Japan".
                   # Not the first kanji of a word (1〜2本日, 2〜3個人: COMPOUND_AFTER).
                   *(_counter(c) for c in ('本', '杯', '匹', '回', '個', '件', '冊', '軒', '曲',
-                                          '頭', '発', '着', '羽', '点', '歩', '勝', '敗')),
-                  '通(?![り知常信過勤報])')
+                                          '頭', '発', '着', '羽', '点', '歩', '勝', '敗', '通')))
 _COUNTER_RANGE_RE = re.compile(r'(?<![\d.])(%s)\s*[〜~]\s*(%s)(%s)' % (
     _NUM, _NUM, '|'.join(POINT_COUNTERS)))
 # 1〜2人: フタリ, a native reading, after a bare イチ mixes two ways of counting (2〜3人,
@@ -84,7 +83,7 @@ QUANTITY_AFTER = ('の量', 'の確率', 'の割合', 'の大きさ', 'の長さ
 #: Words before ``a/b`` that make it a quantity: 約, and a recipe's spoons (大さじ1/2).
 QUANTITY_BEFORE = ('約', 'およそ', '全体の', '大さじ', '小さじ')
 _FRACTION_CONTEXT_RE = re.compile(
-    r'(?:(?<=約)|(?<=およそ)|(?<=全体の))?(?<![\d/.:-])(\d{1,3})/(\d{1,3})(?![\d/])'
+    r'(?<![\d/.:-])(\d{1,3})/(\d{1,3})(?![\d/])'
     r'(?=(%s))?' % '|'.join(QUANTITY_AFTER))
 # A blood pressure, upper over lower: 120/80 is ヒャクニジューのハチジュー.
 _PRESSURE_RE = re.compile(r'(血圧(?:は|が|[:：])?\s*)(\d{2,3})\s*/\s*(\d{2,3})(?![\d/])')
