@@ -39,7 +39,7 @@ from rclpy.qos_overriding_options import QoSOverridingOptions
 from rclpy.subscription import Subscription
 from std_msgs.msg import String
 
-from .node.param_spec import Apply, ParameterSpec, declare_specs
+from .node.param_spec import Apply, ParameterSpec, declare_specs, warn_bad_names
 from .node.runner import run
 from .node.status import publish_status
 from .node.decode import decode
@@ -92,8 +92,12 @@ class PlayerNode(LifecycleNode):
         self._active = False
         self._player: Optional[Player] = None
         self._releasing: list = []  # players released, still playing out their queue
+        self._declared = False
+        self.add_pre_set_parameters_callback(lambda params: warn_bad_names(
+            params, PLAYER_PARAMETERS, self.get_logger().warning if self._declared else None))
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._errors = declare_specs(self, PLAYER_PARAMETERS)  # reported by on_configure
+        self._declared = True
         self._sub: Optional[Subscription] = None
         self._marks_sub: Optional[Subscription] = None
         self._marks = MarkFollower(self._begin, self._cut)
@@ -120,6 +124,8 @@ class PlayerNode(LifecycleNode):
     def _on_set_parameters(self, params) -> SetParametersResult:
         for param in params:
             spec = PLAYER_PARAMETERS.get(param.name)
+            if not param.name:  # rclpy lets it through (it declares it); logged pre-set
+                return SetParametersResult(successful=False, reason='a parameter needs a name')
             if spec is None:
                 continue
             error = spec.check(param.value)

@@ -34,7 +34,7 @@ from ..engines.shared import SharedEngine
 from ..node import log_bridge
 from ..node.engine_loader import EngineLoader, EngineSource
 from ..node.executor_wait import caught_up
-from ..node.param_spec import Apply
+from ..node.param_spec import Apply, warn_bad_names
 from ..node.parameters import (FLEET_PARAMETERS, OFFBOARD_PARAMETERS, ROBOT_PARAMETERS,
                                declare_all, voice_params)
 from ..node.status import publish_status
@@ -71,6 +71,7 @@ class FleetNode(TeardownNode):
         self._shared: Optional[SharedEngine] = None
         self._robots: dict = {}  # robot name -> TTSNode, in the order of ``robots``
         self._lock = threading.Lock()
+        self.add_pre_set_parameters_callback(self._before_set_parameters)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._config_errors = declare_all(self, FLEET_PARAMETERS,
                                           tuple(ROBOT_PARAMETERS) + (ROBOTS,))
@@ -102,9 +103,19 @@ class FleetNode(TeardownNode):
         except ParameterUninitializedException:
             return []
 
+    def _before_set_parameters(self, params) -> list:
+        warn = self.get_logger().warning if self._declared else None  # start-up: configure
+        for param in params:
+            if param.name in ROBOT_PARAMETERS and warn is not None:
+                warn(f"parameter change rejected: '{param.name}' is each robot's parameter: "
+                     f"set it on {robot_namespace(self.get_namespace(), '<robot>')}/tts_node")
+        return warn_bad_names(params, (*FLEET_PARAMETERS, ROBOTS, *ROBOT_PARAMETERS), warn)
+
     def _on_set_parameters(self, params) -> SetParametersResult:
         for param in params:
             spec = FLEET_PARAMETERS.get(param.name)
+            if not param.name:  # rclpy lets it through (it declares it); logged pre-set
+                return SetParametersResult(successful=False, reason='a parameter needs a name')
             if spec is not None:
                 error = spec.check(param.value)
             elif param.name == ROBOTS:

@@ -20,8 +20,8 @@ from typing import Callable, Iterable, Optional, Union
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 ParameterType)
 
-__all__ = ['Apply', 'ParameterSpec', 'Value', 'declare_specs', 'split_names',
-           'unknown_parameters']
+__all__ = ['Apply', 'ParameterSpec', 'Value', 'declare_specs', 'name_error', 'split_names',
+           'unknown_parameters', 'warn_bad_names']
 
 Value = Union[bool, int, float, str]
 
@@ -146,8 +146,10 @@ def split_names(value: str) -> list:
 _BUILTIN = ('use_sim_time', 'start_type_description_service')
 
 
-def unknown_parameters(names: Iterable[str], specs: dict) -> list:
+def unknown_parameters(names: Iterable[str], specs: Iterable[str]) -> list:
     """Return ``(name, closest name in specs or '')`` for names that ``specs`` lacks.
+
+    ``specs``: the declared names (a dict of :class:`ParameterSpec` by name, or names).
 
     QoS overrides (``qos_overrides.*``) and rclpy's own parameters are not unknown.
     """
@@ -158,6 +160,38 @@ def unknown_parameters(names: Iterable[str], specs: dict) -> list:
         close = difflib.get_close_matches(name, list(specs), n=1, cutoff=0.5)
         unknown.append((name, close[0] if close else ''))
     return unknown
+
+
+def name_error(name: str, declared: Iterable[str]) -> Optional[str]:
+    """Why a node that declares ``declared`` (names, or specs by name) cannot set ``name``.
+
+    None when it can. rclpy refuses an undeclared name naming nothing ("undeclared
+    parameter(s): []") and declares an empty one, so the caller and the log hear it from
+    here: "a parameter needs a name", or "unknown parameter 'volum' (did you mean
+    'volume'?)".
+    """
+    if not name:
+        return 'a parameter needs a name'
+    unknown = unknown_parameters([name], declared)
+    if not unknown:
+        return None
+    hint = f" (did you mean '{unknown[0][1]}'?)" if unknown[0][1] else ''
+    return f"unknown parameter '{name}'{hint}"
+
+
+def warn_bad_names(params: list, declared: Iterable[str],
+                   warn: Optional[Callable[[str], object]]) -> list:
+    """A pre-set parameters callback's body: tell ``warn`` of each name it cannot set.
+
+    ``params`` (``rclpy.Parameter`` list) is returned unchanged: rclpy then refuses an
+    unknown name itself, and the node's on-set callback must refuse an empty one (see
+    :func:`name_error`). ``warn`` None (while the node declares its own) says nothing.
+    """
+    for param in params:
+        error = name_error(param.name, declared)
+        if error and warn is not None:
+            warn(f'parameter change rejected: {error}')
+    return params
 
 
 def declare_specs(node, specs: dict, also_known: Iterable[str] = ()) -> list:

@@ -348,14 +348,8 @@ def before_set(params: list, warn=None) -> list:
         if spec is not None and isinstance(spec.default, float) \
                 and p.type_ == Parameter.Type.INTEGER:
             p = Parameter(p.name, Parameter.Type.DOUBLE, float(p.value))
-        error = spec.check(p.value) if spec is not None else None
-        if spec is None and not p.name:
-            error = 'a parameter needs a name'
-        elif spec is None:  # rclpy refuses it naming nothing ("undeclared parameter(s): []")
-            unknown = unknown_parameters([p.name])
-            if unknown:
-                hint = f" (did you mean '{unknown[0][1]}'?)" if unknown[0][1] else ''
-                error = f"unknown parameter '{p.name}'{hint}"
+        error = (spec.check(p.value) if spec is not None
+                 else param_spec.name_error(p.name, PARAMETERS))
         if error and warn is not None:
             warn(f'parameter change rejected: {error}')
         out.append(p)

@@ -1,0 +1,78 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""A parameter name a node does not declare is named back, on every node of the package.
+
+rclpy refuses an undeclared name with "undeclared parameter(s): []", naming nothing, and
+declares an empty one; ``tts_node`` has its own test (test_node_driver.py). Here
+``player_node`` and the fleet's own node, built in this process over a private context
+and set through the same callbacks that their ``set_parameters`` service runs.
+"""
+
+import pytest
+
+pytestmark = pytest.mark.ros
+
+
+@pytest.fixture
+def context(ros_test_domain):
+    import rclpy
+    from rclpy.context import Context
+
+    ctx = Context()
+    rclpy.init(context=ctx)
+    yield ctx
+    rclpy.try_shutdown(context=ctx)
+
+
+def _set(node, name, value):
+    """Set one parameter; ``(successful, reason)``, rclpy's refusal of a name as False."""
+    from rclpy.exceptions import ParameterNotDeclaredException
+    from rclpy.parameter import Parameter
+
+    try:
+        result = node.set_parameters([Parameter(name, value=value)])[0]
+    except ParameterNotDeclaredException as exc:
+        return False, str(exc)
+    return result.successful, result.reason
+
+
+def _warnings(capfd) -> list:
+    return [line for line in capfd.readouterr().err.splitlines() if '[WARN]' in line]
+
+
+def test_player_node_names_the_closest_parameter_and_refuses_an_empty_name(context, capfd):
+    from hayakoe_ros.player_node import PlayerNode
+
+    node = PlayerNode(context=context)
+    try:
+        capfd.readouterr()
+        assert _set(node, 'volum', 1.0)[0] is False
+        assert _set(node, '', 1.5) == (False, 'a parameter needs a name')
+        assert not node.has_parameter('')
+        assert _set(node, 'volume', 0.5) == (True, '')  # a declared one still sets
+        warnings = _warnings(capfd)
+        assert len(warnings) == 2, warnings
+        assert "unknown parameter 'volum' (did you mean 'volume'?)" in warnings[0]
+        assert 'a parameter needs a name' in warnings[1]
+    finally:
+        node.destroy_node()
+
+
+def test_the_fleet_names_a_robots_parameter_and_its_own_closest_one(context, capfd):
+    from hayakoe_ros.fleet.node import FleetNode
+
+    node = FleetNode(context=context)
+    try:
+        capfd.readouterr()
+        assert _set(node, 'robotz', ['r1'])[0] is False
+        assert _set(node, 'volume', 0.5)[0] is False  # each robot's node has it
+        assert _set(node, '', 1.5) == (False, 'a parameter needs a name')
+        assert not node.has_parameter('')
+        warnings = _warnings(capfd)
+        assert len(warnings) == 3, warnings
+        assert "unknown parameter 'robotz' (did you mean 'robots'?)" in warnings[0]
+        assert "'volume' is each robot's parameter: set it on /<robot>/tts_node" \
+            in warnings[1]
+        assert 'a parameter needs a name' in warnings[2]
+    finally:
+        node.destroy_node()
