@@ -15,7 +15,7 @@ Called by :func:`.frontend.normalize` on text that still holds ASCII digits:
 * :func:`idioms` (before plain numbers): ``110番`` ヒャクトーバン, ``20歳`` はたち,
   ``毎月1日`` ついたち, ``0時`` レージ, ``0度`` レード, ``10分`` ジュップン (never
   ジューブン), ``2分`` ニフン and ``9分`` キューフン (never ニブン, クブ), ``1日(月)``
-  ツイタチゲツヨービ.
+  ツイタチゲツヨービ, ``1箱`` ヒトハコ, ``1組`` イチクミ and ``1組様`` ヒトクミサマ.
 """
 
 from __future__ import annotations
@@ -120,6 +120,14 @@ _BUNME_RE = re.compile(r'(?<![\d.,])(\d+)文目(?!標)')
 # 件 never voices, but Open JTalk says サンゲン, センゲン after a number ending in ン.
 _KEN_RE = re.compile(r'(?<![\d.,])(\d{1,3}(?:,\d{3})+|\d+)件')
 _KANJI_KEN_RE = re.compile('(?<=[三千万])件')
+# Boxes and groups: Open JTalk voices and doubles the counter after some numbers (1箱
+# ヒトパコ, 1組 イックミ, 8組 ハックミ, 10組 ジュックミ, 21組 ニジューイックミ); a numeral
+# before くみ is read right. A party at a restaurant counts the native way (1組様
+# ひとくみさま, 2組様 ふたくみさま); a class or a group otherwise イチクミ (1年1組). Not the
+# first kanji of a word (組合, 組織, 組み立て, 組長, 箱根).
+_HAKO_RE = re.compile(r'(?<![\d.,])1(?=箱(?!根))')
+_KUMI_RE = re.compile(r'(?<![\d.,])(\d+)組(?![合織み長])(様?)')
+_KUMI_PARTY = {'1': 'ひと', '2': 'ふた'}
 # A weekday in brackets after a date: 1日(月) ツイタチゲツヨービ, not ツキ.
 # After 日, or after a date's reading (12/6(土): 十二月六日 between no-cut marks).
 _WEEKDAY_PAREN_RE = re.compile(r'(?:(?<=日)|(?<=日\ue001))\s*[（(]([月火水木金土日])'
@@ -181,12 +189,22 @@ def _ken(m: re.Match) -> str:
     return read + 'ケン' if read.endswith(('三', '千', '万')) else m.group(0)
 
 
+def _kumi(m: re.Match, keep) -> str:
+    count = (_KUMI_PARTY.get(m.group(1)) if m.group(2) else None) or number(m.group(1))
+    return keep(count + 'くみ') + m.group(2)
+
+
 def idioms(text: str, keep) -> str:
     """Numbers with fixed readings (see the module docstring).
 
     Emergency numbers, はたち, ついたち, zero as レー, 10分, 分 of a 割 (ブ), 文目
-    (ブンメ), 件 (ケン, never ゲン) and 名様 (メー).
+    (ブンメ), 件 (ケン, never ゲン), 名様 (メー), 1箱 (ひとはこ) and 組 (1組 いちくみ,
+    1組様 ひとくみさま).
     """
+    if '箱' in text:
+        text = _HAKO_RE.sub(lambda m: keep('ひと'), text)
+    if '組' in text:
+        text = _KUMI_RE.sub(lambda m: _kumi(m, keep), text)
     if '番' in text:
         text = _EMERGENCY_RE.sub(lambda m: keep(_EMERGENCY[m.group(1)]), text)
     if '歳' in text:
