@@ -124,6 +124,9 @@ _SIGNED_RE = re.compile(r'%s(%s)' % (_SIGN, _NUM))
 _NUMBER_RE = re.compile(_NUM)
 # A ratio or score: a colon with one digit after it is no clock time (3:1, 16:9).
 _RATIO_RE = re.compile(r'(?<![\d:.])(\d{1,3}):(\d)(?![\d:])')
+# After a word that names one, any colon is a ratio or score (アスペクト比16:10, スコアは10:12).
+_NAMED_RATIO_RE = re.compile(r'((?:比|比率|割合|スコア|得点)(?:は|が|を|で|[:：])?\s*)'
+                             r'(?<![\d:.])(\d{1,3}):(\d{1,3})(?![\d:])')
 # After a decimal, counters that Open JTalk reads as after a whole day count: 1.5日 was
 # イッテンゴビ, 1.5分 ゴブン, 1.5歳 ゴトシ.
 # Not in a compound (3.5分野, 1.5日間: Open JTalk reads those) but before 後, 前, 以内...
@@ -362,6 +365,8 @@ def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> 
     text = symbols.equations(text)
     text = _DATE_YMD_RE.sub(_date_ymd, text)
     text = symbols.dotted(text, keep)
+    text = _NAMED_RATIO_RE.sub(lambda m: m.group(1) + keep(
+        number(m.group(2)) + '対' + number(m.group(3))), text)
     text = _TIME_RE.sub(_time, text)
     text = _HOUR_AMPM_RE.sub(_hours_ampm, text)
     text = _RATIO_RE.sub(lambda m: keep(number(m.group(1)) + '対' + number(m.group(2))), text)
