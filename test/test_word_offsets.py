@@ -321,7 +321,10 @@ def test_random_text_never_raises_and_keeps_the_invariants(seed, count):
 @pytest.mark.parametrize('text', [
     'URLはhttps://example.com/a?b=1です。詳しくはそちらへ。',
     'Yahoo!で検索してね。本当?はい!',
-    '値は3.14です。1,000円と2,500円、それと10:30です。'])
+    '値は3.14です。1,000円と2,500円、それと10:30です。',
+    '気温は3．5度です。ちょうど1，234円です。',  # full-width points and commas
+    # Forced word cuts (a piece with no mark, over 16 characters) never split a URL.
+    'こちらのページhttps://example.com/path/to/the/page/index.htmlをご覧ください'])
 def test_a_streamed_reply_is_never_cut_inside_a_word(text):
     """Fragments of 1-3 characters: no piece ends inside a word of the whole text.
 
@@ -331,7 +334,7 @@ def test_a_streamed_reply_is_never_cut_inside_a_word(text):
 
     inside = {offset for w in _words(text)[1] for offset in range(w.start + 1, w.end)}
     for size in (1, 2, 3):
-        assembler = StreamAssembler(60)
+        assembler = StreamAssembler(16)
         cuts = []
         for i in range(0, len(text), size):
             cuts += [start + len(piece) for start, piece in assembler.add(text[i:i + size])]

@@ -5,18 +5,21 @@
 :class:`StreamAssembler` keeps the text of one streamed reply and hands out each piece as
 soon as its end has arrived, never waiting for the rest of the reply:
 
-* a **sentence** ends at 。！？!? (with the closing brackets after them, as far as they
+* a **sentence** ends at 。．！？!? (with the closing brackets after them, as far as they
   have arrived) or a newline; an ASCII ``.`` only once the next character is known to be
-  whitespace (``3.`` may go on as ``3.14``); an ASCII ``?`` or ``!`` right after an
+  whitespace (``3.`` may go on as ``3.14``), a ``．`` after a digit only once the next is
+  known not to be one (``3．5``); an ASCII ``?`` or ``!`` right after an
   ASCII letter, digit or ``/`` only once the next character is known not to go on with
   a URL (``example.com/a?`` may go on as ``example.com/a?b=1``, one word);
-* a **clause** mark (、，；, a ``,`` not followed by a digit) ends a piece once the
+* a **clause** mark (、；, a ``,`` or ``，`` once the next character is known not to be a
+  digit) ends a piece once the
   piece holds at least :data:`CLAUSE_CHARS` speakable characters, so that a long sentence
   starts to be spoken before its end has been typed;
 * a piece with no mark at all that grows past ``max_chars`` is cut at the last word
   boundary (Open JTalk's) at least :data:`WORD_MARGIN` characters before the end of
   what has arrived: the word at the end may still be incomplete (a run with no word
-  boundary at all is cut once it is four times that long).
+  boundary at all is cut once it is four times that long); never inside a URL, whose
+  path the front end leaves unsaid.
 
 A cut never falls inside a word: a word split across fragments ("こん", "にちは") stays
 whole, because the cut points are marks that end words. Offsets of each piece into the
@@ -48,7 +51,10 @@ _DOT_RE = re.compile(r'\.(?=\s)')
 # An ASCII ? or ! after these may be inside a URL or a name; what may follow it there.
 _URL_BEFORE = re.compile(r'[A-Za-z0-9/]')
 _URL_AFTER = re.compile(r'[A-Za-z0-9/=&%#_.~+\-]')
-_CLAUSE_RE = re.compile(r'[、，；;]|,(?=[^\d])')
+# A comma (ASCII or full-width) ends a clause only before a non-digit: 1,234 and 1，234.
+_CLAUSE_RE = re.compile(r'[、；;]|[,，](?=[^\d])')
+# A run that a word cut must not split: a URL (the front end reads its domain only).
+_URL_RE = re.compile(r'(?:[A-Za-z][A-Za-z0-9+.-]*://|www\.)[^\s、。「」『』（）()]*')
 
 
 class StreamAssembler:
@@ -102,16 +108,16 @@ class StreamAssembler:
         ends = [m.end() for m in _SENTENCE_RE.finditer(pending) if _final(pending, m)]
         ends += [m.end() for m in _DOT_RE.finditer(pending)]
         for m in _CLAUSE_RE.finditer(pending):
-            if m.group() == ',' and m.end() >= len(pending):
-                continue  # '1,' may go on as '1,234'
             if len(SPEAKABLE_RE.findall(pending[:m.start()])) >= CLAUSE_CHARS:
                 ends.append(m.end())
         if ends:
             return self.spoken + min(ends)
         if len(pending) <= self.max_chars:
             return None
+        inside = [(m.start(), m.end()) for m in _URL_RE.finditer(pending)]
         usable = [offset for offset, _ in word_boundaries(pending)
-                  if offset <= len(pending) - WORD_MARGIN]
+                  if offset <= len(pending) - WORD_MARGIN
+                  and not any(a < offset < b for a, b in inside)]
         if usable:
             return self.spoken + usable[-1]
         if len(pending) > 4 * self.max_chars:
@@ -124,6 +130,9 @@ class StreamAssembler:
 def _final(pending: str, match: re.Match) -> bool:
     """Whether a sentence end found in ``pending`` ends a sentence (not a URL's ``?``)."""
     at = match.start()
+    if pending[at] == '．' and at and pending[at - 1].isdigit():
+        # A full-width point after a digit may be a decimal point (3．5度).
+        return at + 1 < len(pending) and not pending[at + 1].isdigit()
     if pending[at] not in '?!' or at == 0 or not _URL_BEFORE.match(pending[at - 1]):
         return True
     after = match.start() + 1
