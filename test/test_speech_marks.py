@@ -249,6 +249,35 @@ def test_an_urgent_text_suspends_the_speaking_one_which_resumes_its_sentence(rig
     assert len([m for m in r.marks('start')]) == 2  # one per utterance
 
 
+def test_an_urgent_text_after_a_sentence_was_released_but_not_played_says_it_again(rig):
+    """Released is not heard: players drop what they hold of the suspended one.
+
+    The first sentence is all released ahead of its playback (pacing off: at once) when
+    the urgent text comes, at the same instant: none of it has played, so on resuming
+    the first sentence is said again from its start, and nothing before it counts as
+    heard. (With pacing on the same holds for the lead's worth released ahead.)
+    """
+    r = rig(pacing=False)
+    r.engine.hold('あい')  # the second sentence waits in the engine
+    first = r.sched.submit(SEGMENTS, VoiceParams(), text=TEXT, source=TEXT)
+    assert r.engine.entered.wait(REAL_TIMEOUT_S)
+    deadline = time.monotonic() + REAL_TIMEOUT_S
+    while 'ま' not in [m.value for m in r.marks('word')]:  # its last word is out
+        assert time.monotonic() < deadline
+        r.got.wait(0.05)
+    urgent = r.sched.submit([Segment('あ。', Boundary.END, words=words_of('あ。'),
+                                     sentence=(0, 2))], VoiceParams(), text='あ。',
+                            source='あ。', urgent=True)
+    assert first.heard_end == 0
+    r.engine.release()
+    assert urgent.wait(REAL_TIMEOUT_S) and urgent.outcome is Outcome.SUCCEEDED
+    assert first.wait(REAL_TIMEOUT_S) and first.outcome is Outcome.SUCCEEDED
+    values = [m.value for m in r.marks('word')]
+    # Released before the cut, the urgent text, then the whole reply again.
+    assert values == list('かきさたなま') + ['あ'] + [c for c in TEXT if c in ROMAJI]
+    assert first.heard == TEXT
+
+
 def test_an_urgent_text_without_resume_cuts_the_speaking_one(rig):
     r = rig(max_lead_s=0.0)
     r.engine.window_gate.clear()

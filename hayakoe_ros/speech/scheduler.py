@@ -241,11 +241,23 @@ class SpeechScheduler(Publishing, ThreadGuard):
         with self._pub_lock:
             victims, suspended = self._line.admit_urgent(
                 utt, max_queue, self._refusal,
-                (lambda u: u.resume_point()) if resume else (lambda u: None))
+                (lambda u: self._heard_now(u).resume_point()) if resume else (lambda u: None))
             if suspended is not None:
                 self._fade_out(*suspended)
         for victim in victims:
             self.cancel(victim, CancelReason.URGENT)
+
+    def _heard_now(self, utt: Utterance) -> Utterance:
+        """Count as heard only the words ``utt`` has played by now (under ``_pub_lock``).
+
+        For an urgent text's suspension: the urgent one is stamped from its release, and
+        players drop what they hold of the suspended one from there, so a word released
+        but not yet played is not heard (its sentence is said again on resuming).
+        """
+        track = self._track
+        if track is not None and track.utt is utt and track.attempt is utt.attempt:
+            utt.heard_end = track.heard_by(self._clock())
+        return utt
 
     def cancel(self, utt: Utterance, reason: CancelReason) -> bool:
         """Cancel one utterance. When this returns, none of its chunks reach the sink.

@@ -73,6 +73,8 @@ class Track:
         self._first_ready: Optional[float] = None
         self._marks: list = []      # speech marks not yet released, by position
         self._word_ends: list = []  # (sample end, character end) of each word, in order
+        # What was heard before this attempt (another attempt's, or another voice's).
+        self._heard_before = utt.heard_end
 
     def add_marks(self, marks) -> None:
         """Take a segment's speech marks (:class:`.marks.Mark`, on the sample axis)."""
@@ -100,6 +102,19 @@ class Track:
         """
         ends = [c for s, c in self._word_ends if s <= published]
         return max([current] + ends)
+
+    def heard_by(self, time: float) -> int:
+        """Character end of the last word whose samples have all played by ``time``.
+
+        ``time``: scheduler-clock seconds. The released samples are contiguous, ending at
+        :attr:`end_play_time`; what is released but due after ``time`` is not counted
+        (an urgent text that cuts in then has it dropped downstream). At least what was
+        heard before this attempt.
+        """
+        played = self.position
+        if self.end_play_time is not None and self.end_play_time > time:
+            played -= int(round((self.end_play_time - time) * self.utt.sample_rate))
+        return max([self._heard_before] + [c for s, c in self._word_ends if s <= played])
 
     def fade_out(self) -> list:
         """A cut's fade-out after the last chunk released: ``(samples, valid)`` chunks.
