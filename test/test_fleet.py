@@ -185,6 +185,25 @@ def test_invalid_robots_fail_with_a_clear_error(robots, needle):
     node.stop()
 
 
+def test_a_robot_cleaned_up_on_its_own_comes_back_with_the_fleet(fleet, ros_client):
+    """A robot's own lifecycle services take it down alone; the fleet brings it back."""
+    import types
+
+    robot = types.SimpleNamespace(name='tts_node', topic=lambda n: fleet.topic(f'r1/{n}'))
+    whole = types.SimpleNamespace(name='tts_fleet', topic=fleet.topic)
+    assert change_state(ros_client, robot, Transition.TRANSITION_DEACTIVATE)
+    assert change_state(ros_client, robot, Transition.TRANSITION_CLEANUP)
+    assert change_state(ros_client, whole, Transition.TRANSITION_DEACTIVATE)
+    mark = fleet.log_mark()
+    assert change_state(ros_client, whole, Transition.TRANSITION_ACTIVATE), fleet.log()[mark:]
+    assert 'loaded in' not in fleet.log()[mark:]  # the shared engine stays
+    for name in ('r1', 'r2'):
+        action = ros_client.action_client(fleet.topic(f'{name}/say'))
+        handle, feedback = send_goal(ros_client, action, 'もどりました。')
+        succeeded(handle)
+        assert feedback
+
+
 def test_reconfigure_adds_a_robot(fleet, ros_client):
     fleet_node = fleet.topic('tts_fleet')
     refused = set_params(ros_client, fleet_node, robots=['r1', 'r2', 'r3'])[0]

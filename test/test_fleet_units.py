@@ -19,6 +19,8 @@ pytestmark = pytest.mark.unit
     ('r1', 'is not a string array'),
     ([1, 2], 'is not a string array'),
     (None, 'is not a string array'),
+    # The namespace is valid, but the middleware refuses the node's longest service name.
+    (['r1', 'x' * 206], 'would be 248 characters'),
 ])
 def test_bad_robots_are_named(robots, needle):
     assert needle in check_robots(robots, '/fleet')
@@ -27,6 +29,7 @@ def test_bad_robots_are_named(robots, needle):
 def test_good_robots_pass():
     assert check_robots(['r1', 'R_2', '_spare'], '/fleet') == ''
     assert check_robots(['r1'], '/') == ''
+    assert check_robots(['x' * 205], '/fleet') == ''  # its longest name: 247 characters
     assert robot_namespace('/', 'r1') == '/r1'
     assert robot_namespace('/fleet', 'r1') == '/fleet/r1'
 

@@ -74,5 +74,8 @@ def test_the_fleet_names_a_robots_parameter_and_its_own_closest_one(context, cap
         assert "'volume' is each robot's parameter: set it on /<robot>/tts_node" \
             in warnings[1]
         assert 'a parameter needs a name' in warnings[2]
+        # rclpy types an empty list as a byte array: refused for what it is, not its type.
+        ok, reason = _set(node, 'robots', [])
+        assert not ok and "parameter 'robots' is empty" in reason, reason
     finally:
         node.destroy_node()

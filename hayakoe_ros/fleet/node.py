@@ -109,6 +109,13 @@ class FleetNode(TeardownNode):
             if param.name in ROBOT_PARAMETERS and warn is not None:
                 warn(f"parameter change rejected: '{param.name}' is each robot's parameter: "
                      f"set it on {robot_namespace(self.get_namespace(), '<robot>')}/tts_node")
+        # An empty list has no element type to tell: rclpy sends it as a byte or bool
+        # array and the descriptor's type check would refuse it naming types; as an
+        # empty string array the robots check says what is wrong ("is empty").
+        params = [Parameter(ROBOTS, Parameter.Type.STRING_ARRAY, [])
+                  if p.name == ROBOTS and p.type_ != Parameter.Type.STRING_ARRAY
+                  and isinstance(p.value, (list, tuple, bytes)) and not len(p.value) else p
+                  for p in params]
         return warn_bad_names(params, (*FLEET_PARAMETERS, ROBOTS, *ROBOT_PARAMETERS), warn)
 
     def _on_set_parameters(self, params) -> SetParametersResult:
@@ -230,9 +237,25 @@ class FleetNode(TeardownNode):
         return True
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Activate every robot's node."""
+        """Activate every robot's node (one cleaned up alone is configured again first).
+
+        A robot's own lifecycle is its own: one deactivated or cleaned up through its own
+        services comes back with the fleet; one shut down through them stays down (a
+        WARN names it) until the fleet is configured again, and the others speak.
+        """
         for robot, node in self._robot_items():
-            if node.trigger_activate() != TransitionCallbackReturn.SUCCESS:
+            label = node.lifecycle_label
+            if label == 'finalized':
+                self.get_logger().warning(f'robot {robot!r} was shut down on its own: it '
+                                          'stays down until the fleet is configured again')
+                continue
+            if label == 'unconfigured' and \
+                    node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+                self.get_logger().error(f'robot {robot!r}: configure failed (see its error '
+                                        'above)')
+                return TransitionCallbackReturn.FAILURE
+            if label != 'active' and \
+                    node.trigger_activate() != TransitionCallbackReturn.SUCCESS:
                 self.get_logger().error(f'robot {robot!r}: activate failed')
                 return TransitionCallbackReturn.FAILURE
         self._active = True

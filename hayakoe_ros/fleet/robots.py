@@ -25,6 +25,9 @@ __all__ = ['ROBOTS', 'check_robots', 'robot_namespace', 'robot_ros_args', 'robot
 #: Name of the fleet's parameter listing its robots.
 ROBOTS = 'robots'
 
+#: The longest name under a robot's namespace (rclpy's lifecycle and parameter services
+#: ``get_available_transitions`` and ``set_parameters_atomically`` are the longest).
+LONGEST_NAME = '/tts_node/get_available_transitions'
 _TOKEN = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
 
 #: Remap targets that name or place a node rather than a topic.
@@ -53,7 +56,8 @@ def check_robots(value: Optional[Sequence], fleet_namespace: str = '/') -> str:
     """Why ``value`` is no valid ``robots`` list ('' when it is).
 
     The message names every offending entry: empty list, duplicates, names that are no
-    ROS name token or make an invalid namespace.
+    ROS name token or make an invalid namespace, or a service name over the middleware's
+    limit (255 - 8 characters with the namespace).
     """
     if value is None or not isinstance(value, (list, tuple)) or not all(
             isinstance(v, str) for v in value):
@@ -74,14 +78,21 @@ def check_robots(value: Optional[Sequence], fleet_namespace: str = '/') -> str:
                         ' (each must be one ROS name token: a letter or underscore, then '
                         'letters, digits, underscores)')
     else:
-        from rclpy.exceptions import InvalidNamespaceException
+        from rclpy.exceptions import InvalidNamespaceException, InvalidServiceNameException
+        from rclpy.validate_full_topic_name import validate_full_topic_name
         from rclpy.validate_namespace import validate_namespace
 
         for name in seen:
+            namespace = robot_namespace(fleet_namespace, name)
             try:
-                validate_namespace(robot_namespace(fleet_namespace, name))
-            except InvalidNamespaceException as exc:
-                problems.append(f'robot {name!r}: {str(exc).splitlines()[0]}')
+                validate_namespace(namespace)
+                # The longest name a robot's node makes (a lifecycle service): the
+                # middleware's limit on it is shorter than the namespace's.
+                validate_full_topic_name(namespace + LONGEST_NAME, is_service=True)
+            except (InvalidNamespaceException, InvalidServiceNameException) as exc:
+                problems.append(f"robot {name!r}: {str(exc).splitlines()[0]} (its node's "
+                                f'longest name, <namespace>{LONGEST_NAME}, would be '
+                                f'{len(namespace + LONGEST_NAME)} characters)')
     if problems:
         return f"parameter '{ROBOTS}' {list(value)!r}: " + '; '.join(problems)
     return ''
