@@ -178,6 +178,32 @@ def test_speaking_stays_true_when_the_current_one_is_canceled_and_another_waits(
     assert speaking == [True, False]
 
 
+def test_without_pacing_speaking_ends_when_the_audio_released_ahead_has_played():
+    """Pacing off releases an utterance at once; ``speaking`` goes false at its end stamp.
+
+    Real time (the scheduler's default clock): the tone engine's 0.6 s of audio.
+    """
+    import time
+
+    from hayakoe_ros.speech import SchedulerConfig, SpeechScheduler
+    from scheduler_rig import Recorder
+
+    engine, events = ToneEngine(), []
+    sched = SpeechScheduler(engine, Recorder(), SchedulerConfig(pacing=False),
+                            on_speaking=lambda on: events.append((time.monotonic(), on)))
+    try:
+        utt = submit_text(sched, 'ロボットの電源を入れます。', VOICE)
+        assert utt.wait(T) and utt.outcome is Outcome.SUCCEEDED
+        assert [on for _, on in events] == [True]  # released, not yet played
+        deadline = time.monotonic() + T
+        while len(events) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert [on for _, on in events] == [True, False]
+        assert events[1][0] >= utt.end_play_time > events[0][0] + 0.5, (events, utt.end_play_time)
+    finally:
+        sched.shutdown()
+
+
 def test_debug_log_names_each_segment_and_pause(rig, caplog):
     sched, _, _, _, _ = rig(pacing=False)
     with caplog.at_level(logging.DEBUG, logger='hayakoe_ros.speech'):

@@ -46,6 +46,7 @@ class Publishing:
     _line: Lineup
     _clock: Callable[[], float]
     _waiter: Callable
+    _quiet_at: Optional[float]
     config: SchedulerConfig
 
     def _finish(self, utt: Utterance, outcome: Outcome, error: str = '',
@@ -58,10 +59,16 @@ class Publishing:
     def _publish_loop(self) -> None:
         track: Optional[Track] = None
         while True:
+            timeout = IDLE_POLL_S
+            if self._quiet_at is not None:  # scheduler-clock seconds, waited in real time
+                timeout = min(timeout, max(0.0, self._quiet_at - self._clock()))
             try:
-                item = self._play_q.get(timeout=IDLE_POLL_S)
+                item = self._play_q.get(timeout=timeout)
             except queue.Empty:
                 item = None
+            if self._quiet_at is not None and self._clock() >= self._quiet_at:
+                self._quiet_at = None  # what was released ahead has played
+                self._set_speaking(False)
             if item is CLOSE or self._line.closed:
                 return
             if item is None:

@@ -34,7 +34,8 @@ Which thread calls each callback:
   the thread that called :meth:`~SpeechScheduler.cancel`/``stop``/``shutdown``/``submit``
   (canceled, interrupted), or a dying internal thread (aborted with the failure).
 * ``on_speaking(bool)``: the publisher thread (True at an utterance's first chunk; False
-  when its last chunk has played and nothing else waits or is in flight) or the
+  when its last chunk has played and nothing else waits or is in flight, also when it was
+  released ahead of its playback: pacing off) or the
   canceling thread (False when the last utterance is canceled). Calls are serialised.
 
 Callbacks must return quickly; ``on_speaking`` must not call back into the scheduler.
@@ -139,6 +140,9 @@ class SpeechScheduler(Publishing, ThreadGuard):
         self._finish_lock = threading.Lock()
         self._speaking_lock = threading.Lock()
         self._speaking = False
+        # When the audio released ahead of its playback (pacing off) ends: the publisher
+        # thread, the only one to set it, reports silence then (Publishing._publish_loop).
+        self._quiet_at: Optional[float] = None
         self._play_q: queue.Queue = queue.Queue(maxsize=PLAY_QUEUE_ITEMS)
         #: Real-time factor estimates per engine and voice (:mod:`.gapless`).
         self.rates = RateEstimator()
@@ -340,7 +344,13 @@ class SpeechScheduler(Publishing, ThreadGuard):
             utt.finished_at = self._clock()
             self._line.finished(utt)
             utt._done.set()
-        self._set_speaking(False)
+        if outcome is Outcome.SUCCEEDED and utt.end_play_time is not None \
+                and utt.end_play_time > self._clock():
+            # Released ahead of its playback (pacing off; only the publisher thread
+            # finishes an utterance that succeeded): silence is reported once it played.
+            self._quiet_at = max(self._quiet_at or 0.0, utt.end_play_time)
+        else:
+            self._set_speaking(False)
         if utt._on_done is not None:
             try:
                 utt._on_done(utt)
