@@ -224,6 +224,40 @@ def test_a_streamed_reply_is_one_utterance_that_waits_for_its_pieces(rig):
     assert len(utt.pauses) == len(utt.segments) - 1 and all(p > 0 for p in utt.pauses)
 
 
+def test_a_streamed_reply_waiting_for_its_next_piece_lets_its_last_word_play(rig):
+    """The end of a sentence is not held back until the next piece comes (a slow LLM).
+
+    Chunks of 4096 samples: the sentence's last word lies in a partial chunk, which
+    went out only with the next piece's audio; the pause's start now completes it, so
+    the word plays and is heard while the reply waits. Then the pause before the next
+    piece is the predicted one: what went out early is part of it.
+    """
+    from hayakoe_ros.text.pipeline import prepare
+    from hayakoe_ros.text.stream import shift_segments
+
+    r = rig(chunk_frames=4096, pacing=False)
+    text = 'かきさ、たなま。'
+    _, segments = prepare(text, 2000, 60)
+    utt = r.sched.submit(segments, VoiceParams(), text=text, source=text, streaming=True)
+    deadline = time.monotonic() + REAL_TIMEOUT_S
+    while utt.heard_end < len(text) - 1:  # up to ま: the reply is still open
+        assert time.monotonic() < deadline, (utt.heard_end, r.marks('word'))
+        r.got.wait(0.05)
+    assert not utt.done and [m.value for m in r.marks('word')][-1].endswith('ま')
+    more = 'あい。'
+    _, later = prepare(more, 2000, 60)
+    utt.extend(shift_segments(later, len(text)), text + more)
+    utt.close_stream()
+    assert utt.wait(REAL_TIMEOUT_S) and utt.outcome is Outcome.SUCCEEDED
+    pcm = r.pcm(utt)
+    # The silence between the two sentences is the pause predicted for it, not longer.
+    loud = np.nonzero(np.abs(pcm) > 100)[0]
+    gaps = np.diff(loud)
+    between = int(gaps.max())
+    predicted = utt.pauses[0] * SR
+    assert abs(between - predicted) < 0.25 * predicted + 2 * 400, (between, predicted)
+
+
 def test_an_urgent_text_suspends_the_speaking_one_which_resumes_its_sentence(rig):
     r = rig(max_lead_s=0.0)
     r.engine.window_gate.clear()  # the first window of the first sentence is out

@@ -38,12 +38,14 @@ class Pacing:
         paced: Chunks are released in real time (the scheduler's ``pacing``).
         max_chars: ``max_segment_chars``: the longest segment :func:`grow_segment` may
             make by joining word-cut segments; 0 joins none.
+        chunk_frames: Samples per published chunk (the engine's rate); 0: unknown.
     """
 
     rates: RateEstimator = dataclasses.field(default_factory=RateEstimator)
     gapless: bool = False
     paced: bool = True
     max_chars: int = 0
+    chunk_frames: int = 0
 
 
 def grow_segment(engine: Engine, utt: Utterance, k: int, pacing: Pacing, ahead_s: float,

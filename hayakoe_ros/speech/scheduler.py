@@ -95,6 +95,11 @@ PLAY_QUEUE_ITEMS = 64
 
 
 
+#: How far ahead of its end an utterance that succeeded may be and ``speaking`` still go
+#: false at once (s): a paced one ends when its last sample plays, up to a clock's rounding.
+_QUIET_SLACK_S = 0.001
+
+
 class SpeechScheduler(Publishing, ThreadGuard):
     """Queue of utterances spoken one after another through ``engine`` into ``sink``.
 
@@ -345,7 +350,7 @@ class SpeechScheduler(Publishing, ThreadGuard):
             self._line.finished(utt)
             utt._done.set()
         if outcome is Outcome.SUCCEEDED and utt.end_play_time is not None \
-                and utt.end_play_time > self._clock():
+                and utt.end_play_time > self._clock() + _QUIET_SLACK_S:
             # Released ahead of its playback (pacing off; only the publisher thread
             # finishes an utterance that succeeded): silence is reported once it played.
             self._quiet_at = max(self._quiet_at or 0.0, utt.end_play_time)
@@ -395,6 +400,6 @@ class SpeechScheduler(Publishing, ThreadGuard):
             speak_attempt(self._engine, self._remote, self.host_health, utt, attempt,
                           cfg.volume * utt.volume, self._put, self._clock,
                           Pacing(self.rates, cfg.gapless and cfg.pacing, cfg.pacing,
-                                 cfg.max_segment_chars),
+                                 cfg.max_segment_chars, cfg.chunk_frames),
                           cfg.offboard_timeout_s, cfg.offboard_stall_s,
                           cfg.chunk_frames)

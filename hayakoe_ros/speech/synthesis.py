@@ -264,6 +264,18 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
         # Hand the segment over first: it plays while the pause is being predicted.
         if not put(SegmentPCM(utt, attempt, pcm, last, ready, marks or ()), utt, attempt):
             return
+        early = 0  # samples of the pause after this segment handed over before it is known
+        if not last and spoke and not smooth_after and pacing.chunk_frames \
+                and not utt.wait_segments(attempt, k + 1, 0.0):
+            # A streamed reply waits for its next piece: the pause begins now, as much of
+            # it as completes the chunk that holds the segment's last samples (the
+            # attempt's chunks start at its first sample), so that they go out and play
+            # (and its last word counts as heard) however late the next piece comes.
+            early = -handed % pacing.chunk_frames
+            handed += early
+            if early and not put(SegmentPCM(utt, attempt, np.zeros(early, np.int16), False,
+                                            clock()), utt, attempt):
+                return
         if not last and not _next_segment(utt, attempt, k):
             if not utt.halted and utt.attempt is attempt:  # the stream ended here
                 _end_stream(put, utt, attempt, joiner, gain, produced, clock())
@@ -285,7 +297,7 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
             attempt.synth_seconds += predict_s
             _LOG.debug('utterance %d: pause after segment %d/%d: %.3f s (%.3f s of silence '
                        'added)', utt.id, k + 1, len(segments), target, gap)
-            silence = np.zeros(int(round(gap * sr)), np.int16)
+            silence = np.zeros(max(0, int(round(gap * sr)) - early), np.int16)
             handed += silence.size
             if not put(SegmentPCM(utt, attempt, silence, False, clock()), utt, attempt):
                 return
