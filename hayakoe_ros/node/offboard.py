@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import queue
 import threading
+import time
 import uuid
 from typing import Optional
 
@@ -43,6 +44,16 @@ from unique_identifier_msgs.msg import UUID
 from .decode import decode
 from ..speech.remote import RemoteAudio, RemoteEnd, RemoteMark, RemoteUnavailable
 from .parameters import RATE_RANGE
+
+#: How often a cancel of a host goal is sent again while the goal goes on (s). A request
+#: sent while the link is cut for longer than DDS's lease (Fast DDS: 20 s) never arrives,
+#: and the host then spoke the abandoned goal to its end (90 s of audio, measured), busy
+#: for the robot's next utterances long after the link came back.
+CANCEL_RETRY_S = 2.0
+#: How long a cancel is sent again (s): a host that never answers is left alone.
+CANCEL_GIVE_UP_S = 600.0
+_ENDED = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_ABORTED, GoalStatus.STATUS_CANCELED,
+          GoalStatus.STATUS_CANCELING)
 
 #: Goal states by name, for the reason a host goal failed.
 _STATUS = {GoalStatus.STATUS_ABORTED: 'aborted', GoalStatus.STATUS_CANCELED: 'canceled',
@@ -83,8 +94,7 @@ class _Call:
             handle = self._handle
         self._owner.forget(self.key)
         if handle is not None:
-            handle.cancel_goal_async()
-            self._owner.wake()
+            self._owner.cancel_goal(self.key, handle)
 
     def close(self) -> None:
         """The relay is done with this call: route nothing more to it; free the goal."""
@@ -136,7 +146,7 @@ class _Call:
             self._handle = handle
             given_up = self._given_up
         if given_up:  # the robot gave it up before the host answered
-            handle.cancel_goal_async()
+            self._owner.cancel_goal(self.key, handle)
             self._ask_result(handle)
 
     def on_feedback(self, feedback) -> None:
@@ -200,6 +210,10 @@ class OffboardVoice:
         self._calls: dict = {}  # goal id (32 hex digits) -> _Call
         self._sub = node.create_subscription(String, marks_topic(action), self._on_mark,
                                              qos, callback_group=callback_group)
+        # Goals given up: key -> (handle, first cancel's time), until the host took one.
+        self._canceling: dict = {}
+        self._cancel_timer = node.create_timer(CANCEL_RETRY_S, self._send_cancels_again,
+                                               callback_group=callback_group)
 
     @property
     def available(self) -> bool:
@@ -228,6 +242,30 @@ class OffboardVoice:
         self.wake()
         return call
 
+    def cancel_goal(self, key: str, handle) -> None:
+        """Cancel the host's goal, and again every :data:`CANCEL_RETRY_S` until it is taken.
+
+        Taken: the goal's status (the action's status topic) says it is canceling or has
+        ended; a request lost on the way (a link cut past the DDS lease) is sent again
+        once the host is back, for at most :data:`CANCEL_GIVE_UP_S`.
+        """
+        with self._lock:
+            self._canceling.setdefault(key, (handle, time.monotonic()))
+        handle.cancel_goal_async()
+        self.wake()
+
+    def _send_cancels_again(self) -> None:
+        """The timer's tick (executor thread): cancels not yet taken go out again."""
+        now = time.monotonic()
+        with self._lock:
+            pending = list(self._canceling.items())
+        for key, (handle, since) in pending:
+            if handle.status in _ENDED or now - since > CANCEL_GIVE_UP_S:
+                with self._lock:
+                    self._canceling.pop(key, None)
+            else:
+                handle.cancel_goal_async()
+
     def forget(self, key: str) -> None:
         """Stop routing marks to a call given up."""
         with self._lock:
@@ -254,6 +292,8 @@ class OffboardVoice:
         """Destroy the client and the subscription (calls still open get no more events)."""
         with self._lock:
             self._calls.clear()
+            self._canceling.clear()
+        self._node.destroy_timer(self._cancel_timer)
         self._node.destroy_subscription(self._sub)
         self._client.destroy()
 
