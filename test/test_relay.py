@@ -295,6 +295,23 @@ def test_a_host_whose_end_never_comes_after_all_its_words_is_not_a_fallback(pair
     assert abs(utt.audio_s - hosted.audio_s) < 0.05, (utt.audio_s, hosted.audio_s)
 
 
+def test_an_utterance_resumed_after_an_urgent_text_names_both_voices(pair):
+    """Relayed, suspended by an urgent text, resumed onboard: its log line says so."""
+    host, robot = pair()
+    _, segments = prepare(TEXT, 2000, 60)
+    utt = robot.sched.submit(segments, VoiceParams(), source=TEXT)
+    deadline = time.monotonic() + REAL_TIMEOUT_S
+    while not robot.chunks:  # the host's audio is being relayed
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    _, urgent = prepare('はい。', 2000, 60)
+    robot.sched.submit(urgent, VoiceParams(), source='はい。', urgent=True)
+    assert utt.wait(REAL_TIMEOUT_S * 3) and utt.outcome is Outcome.SUCCEEDED, utt.error
+    assert utt.spoken_by.startswith(f'host {Host.name}'), utt.spoken_by
+    assert utt.spoken_by.endswith('then onboard (a streamed reply or a resumed one is spoken '
+                                  'onboard)'), utt.spoken_by
+
+
 def test_a_refused_call_is_spoken_onboard_from_the_start(pair):
     host, robot = pair(refuse='no action server at /fleet/r1/say')
     utt = robot.say()

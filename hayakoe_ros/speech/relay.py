@@ -80,7 +80,8 @@ MARK_ROUNDING_S = 0.001
 class _Relayed:
     """What a relay did.
 
-    ``done``: the host spoke it all; ``stopped``: the utterance was canceled; else
+    ``done``: the host spoke it all; ``stopped``: the utterance was canceled (or an
+    urgent text suspended it); else
     ``reason`` why the engine takes over. ``handed``: samples handed over;
     ``heard_end``: the end offset of the last word handed over whole.
     """
@@ -117,13 +118,18 @@ def speak_attempt(engine: Engine, remote: Optional[RemoteVoice], health: HostHea
     if remote is None:
         utt.spoken_by = 'onboard'
     elif attempt.number or utt.streaming:
-        utt.spoken_by = 'onboard (a streamed reply or a resumed one is spoken onboard)'
+        # A resumed one keeps what spoke it before: its log line names both voices.
+        before = f'{utt.spoken_by}; then ' if utt.spoken_by.startswith('host') else ''
+        utt.spoken_by = (f'{before}onboard (a streamed reply or a resumed one is spoken '
+                         'onboard)')
     elif not health.due():
         utt.spoken_by = f'onboard (the host is retried later; last: {health.last_reason})'
     else:
         relayed = _relay(remote, utt, attempt, gain, put, clock, timeout_s, stall_s,
                          chunk_frames)
-        if relayed.stopped:
+        if relayed.stopped:  # canceled, or suspended by an urgent text (resumed later)
+            if relayed.handed:
+                utt.spoken_by = f'host {remote.name}'
             return
         if relayed.done:
             health.succeeded()
@@ -172,7 +178,7 @@ def _relay_call(call: RemoteCall, utt: Utterance, attempt: Attempt, gain: float,
     while True:
         if utt.halted or utt.attempt is not attempt:
             call.cancel()
-            return _Relayed(stopped=True)
+            return _Relayed(stopped=True, handed=relay.handed)
         now = clock()
         if ended is not None:
             limit, why = ended + END_GRACE_S, ''
@@ -214,7 +220,7 @@ def _relay_call(call: RemoteCall, utt: Utterance, attempt: Attempt, gain: float,
             ended = last_audio if ended is not None else None
             if not relay.audio(event, put, last_audio):
                 call.cancel()
-                return _Relayed(stopped=True)
+                return _Relayed(stopped=True, handed=relay.handed)
         elif isinstance(event, RemoteEnd):
             if not event.succeeded:
                 return relay.cut(f'the host failed: {event.error}', put, clock)
