@@ -244,7 +244,7 @@ def no_network(monkeypatch):
 
 @pytest.fixture
 def rig():
-    """The speech scheduler tests' rig (test_scheduler*.py; test_speech_marks*.py have their own, test/marks_rig.py).
+    """The speech scheduler tests' rig (test_scheduler*.py; test/marks_rig.py is the marks').
 
     ``make(**config) -> (scheduler, recorder, engine, clock, speaking calls)``: a
     ``SpeechScheduler`` with ``SchedulerConfig(**config)`` on a ``ToneEngine`` and a
