@@ -13,17 +13,6 @@ import pytest
 pytestmark = pytest.mark.ros
 
 
-@pytest.fixture
-def context(ros_test_domain):
-    import rclpy
-    from rclpy.context import Context
-
-    ctx = Context()
-    rclpy.init(context=ctx)
-    yield ctx
-    rclpy.try_shutdown(context=ctx)
-
-
 def _set(node, name, value):
     """Set one parameter; ``(successful, reason)``, rclpy's refusal of a name as False."""
     from rclpy.exceptions import ParameterNotDeclaredException

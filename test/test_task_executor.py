@@ -22,17 +22,6 @@ pytestmark = pytest.mark.ros
 SPINS = 60
 
 
-@pytest.fixture
-def context(ros_test_domain):
-    import rclpy
-    from rclpy.context import Context
-
-    ctx = Context()
-    rclpy.init(context=ctx)
-    yield ctx
-    rclpy.try_shutdown(context=ctx)
-
-
 def run_pending_task(executor_cls, context, spins: int = SPINS) -> tuple:
     """Spin ``spins`` times while a coroutine awaits; then let it finish.
 
