@@ -96,7 +96,7 @@ class _Relayed:
 def speak_attempt(engine: Engine, remote: Optional[RemoteVoice], health: HostHealth,
                   utt: Utterance, attempt: Attempt, gain: float, put: Put,
                   clock: Callable[[], float], pacing: Pacing, timeout_s: float,
-                  stall_s: float, chunk_frames: int = 0) -> None:
+                  stall_s: float) -> None:
     """Speak one attempt at ``utt``: with the remote voice when there is one, else the engine.
 
     Args:
@@ -108,11 +108,12 @@ def speak_attempt(engine: Engine, remote: Optional[RemoteVoice], health: HostHea
         gain: Linear gain of the utterance, on the relayed audio too.
         put: Hands each :class:`.synthesis.SegmentPCM` to the publisher.
         clock: Monotonic seconds: the timeouts, hand-over times.
-        pacing: For the engine (:func:`.synthesis.synthesize_utterance`).
+        pacing: For the engine (:func:`.synthesis.synthesize_utterance`); its
+            ``chunk_frames`` are the publisher's chunk (samples): a first relayed piece
+            shorter than that is padded in front with silence to one chunk (see
+            :class:`_Stream`).
         timeout_s: ``offboard_timeout_s`` (s).
         stall_s: ``offboard_stall_s`` (s).
-        chunk_frames: The publisher's chunk (samples): a first relayed piece shorter than
-            that is padded in front with silence to one chunk (see :class:`_Stream`).
     """
     utt.sample_rate = engine.sample_rate
     if remote is None:
@@ -126,7 +127,7 @@ def speak_attempt(engine: Engine, remote: Optional[RemoteVoice], health: HostHea
         utt.spoken_by = f'onboard (the host is retried later; last: {health.last_reason})'
     else:
         relayed = _relay(remote, utt, attempt, gain, put, clock, timeout_s, stall_s,
-                         chunk_frames)
+                         pacing.chunk_frames)
         if relayed.stopped:  # canceled, or suspended by an urgent text (resumed later)
             if relayed.handed:
                 utt.spoken_by = f'host {remote.name}'

@@ -401,5 +401,4 @@ class SpeechScheduler(Publishing, ThreadGuard):
                           cfg.volume * utt.volume, self._put, self._clock,
                           Pacing(self.rates, cfg.gapless and cfg.pacing, cfg.pacing,
                                  cfg.max_segment_chars, cfg.chunk_frames),
-                          cfg.offboard_timeout_s, cfg.offboard_stall_s,
-                          cfg.chunk_frames)
+                          cfg.offboard_timeout_s, cfg.offboard_stall_s)
