@@ -62,11 +62,12 @@ _LONE_SMALL_WA_RE = re.compile('(?<![クグくぐ])[ヮゎ]')
 _NUMERAL = '〇一二三四五六七八九十百千万億兆零'
 _PLACEHOLDER_RE = re.compile('(?<![%s])[〇○◯]+(?![%s])' % (_NUMERAL, _NUMERAL))
 _REPEAT_RE = re.compile('([一-鿿])々')
-# Laughter typed after Japanese: w (NFKC made ｗ one) runs, read ワラ, never ダブリュー.
+# Laughter typed after Japanese: w (NFKC made ｗ one) runs, read ワラ, never ダブリュー;
+# not a host name's www (詳しくはwww.example.jp).
 # は standing alone at the start of a reply (は、そうです; は？) is the interjection ハ, not
 # the particle that Open JTalk reads ワ.
 _HA_RE = re.compile('(?:^|(?<=[。！？!?\n「]))(\\s*)は(?=[、，,？?！!…])')
-_LAUGH_RE = re.compile('(?<=[ぁ-ゖァ-ヺー一-鿿々！？!?。、…])w+(?![A-Za-z0-9])')
+_LAUGH_RE = re.compile('(?<=[ぁ-ゖァ-ヺー一-鿿々！？!?。、…])w+(?![A-Za-z0-9]|\\.[A-Za-z0-9])')
 
 # What needs no look-up: kana, ASCII, punctuation read as pauses or intonation, the
 # front end's no-cut marks, whitespace.
