@@ -273,18 +273,6 @@ def rig():
         sched.shutdown()
 
 
-@pytest.fixture
-def context(ros_test_domain):
-    """An rclpy context of the test's own, for nodes built in the test process."""
-    import rclpy
-    from rclpy.context import Context
-
-    ctx = Context()
-    rclpy.init(context=ctx)
-    yield ctx
-    rclpy.try_shutdown(context=ctx)
-
-
 @pytest.fixture(scope='session')
 def ros_client(ros_test_domain):
     """An rclpy node in the test process, spinning in a background thread."""

@@ -316,6 +316,17 @@ def change_state(client, node, transition_id) -> bool:
     return ok
 
 
+def private_context():
+    """A ``context`` fixture's body: an rclpy context of the test's own, shut down after.
+
+    For nodes built in the test process (``rclpy.create_node(..., context=ctx)``).
+    """
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    yield ctx
+    rclpy.try_shutdown(context=ctx)
+
+
 def init_rclpy() -> None:
     """rclpy.init() once per test process."""
     if not rclpy.ok():

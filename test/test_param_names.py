@@ -10,7 +10,15 @@ and set through the same callbacks that their ``set_parameters`` service runs.
 
 import pytest
 
+from ros_utils import private_context
+
 pytestmark = pytest.mark.ros
+
+
+@pytest.fixture
+def context(ros_test_domain):
+    """An rclpy context of this test's own (ros_utils.private_context)."""
+    yield from private_context()
 
 
 def _set(node, name, value):

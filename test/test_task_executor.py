@@ -15,8 +15,15 @@ import time
 import pytest
 
 from hayakoe_ros.node.executor_wait import caught_up
+from ros_utils import private_context
 
 pytestmark = pytest.mark.ros
+
+
+@pytest.fixture
+def context(ros_test_domain):
+    """An rclpy context of this test's own (ros_utils.private_context)."""
+    yield from private_context()
 
 #: Spins measured: each is one round's yield of the pending task or of the timer.
 SPINS = 60
