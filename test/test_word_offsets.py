@@ -324,7 +324,8 @@ def test_random_text_never_raises_and_keeps_the_invariants(seed, count):
     '値は3.14です。1,000円と2,500円、それと10:30です。',
     '気温は3．5度です。ちょうど1，234円です。',  # full-width points and commas
     # Forced word cuts (a piece with no mark, over 16 characters) never split a URL.
-    'こちらのページhttps://example.com/path/to/the/page/index.htmlをご覧ください'])
+    'こちらのページhttps://example.com/path/to/the/page/index.htmlをご覧ください',
+    '詳しくはwww.example.jp/a/b/c/d/e/f/g/h/i/j/zとご案内しますのでよろしくお願いします'])
 def test_a_streamed_reply_is_never_cut_inside_a_word(text):
     """Fragments of 1-3 characters: no piece ends inside a word of the whole text.
 

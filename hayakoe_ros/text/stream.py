@@ -54,7 +54,7 @@ _URL_AFTER = re.compile(r'[A-Za-z0-9/=&%#_.~+\-]')
 # A comma (ASCII or full-width) ends a clause only before a non-digit: 1,234 and 1，234.
 _CLAUSE_RE = re.compile(r'[、；;]|[,，](?=[^\d])')
 # A run that a word cut must not split: a URL (the front end reads its domain only).
-_URL_RE = re.compile(r'(?:[A-Za-z][A-Za-z0-9+.-]*://|www\.)[^\s、。「」『』（）()]*')
+_URL_RE = re.compile(r'(?:[A-Za-z][A-Za-z0-9+.-]*://|www\.)[A-Za-z0-9\-._~:/?#@!$&*+,;=%]*')
 
 
 class StreamAssembler:
