@@ -340,3 +340,15 @@ def test_a_streamed_reply_is_never_cut_inside_a_word(text):
         for i in range(0, len(text), size):
             cuts += [start + len(piece) for start, piece in assembler.add(text[i:i + size])]
         assert not inside & set(cuts), (size, sorted(inside & set(cuts)))
+
+
+def test_a_streamed_url_glued_to_japanese_is_cut_after_its_last_ascii_character():
+    """The Japanese after a URL is no part of it: a word cut may fall right after it."""
+    from hayakoe_ros.text.stream import StreamAssembler
+
+    text = '詳しくはwww.example.jp/a/b/c/d/e/f/g/h/i/j/zとご案内しますのでよろしくお願いします'
+    assembler = StreamAssembler(16)
+    cuts = []
+    for ch in text:
+        cuts += [start + len(piece) for start, piece in assembler.add(ch)]
+    assert text.index('と') in cuts, cuts  # not held for four pieces' worth of text
