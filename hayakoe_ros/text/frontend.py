@@ -217,6 +217,11 @@ def host_reading(host: str) -> str:
     return 'ドット'.join(out)
 
 
+def _ratio(a: str, b: str) -> str:
+    """A ratio or score ``a:b`` read with 対 (サンタイイチ), kept whole."""
+    return keep(number(a) + '対' + number(b))
+
+
 def _url(m: re.Match) -> str:
     url = m.group(0)
     trail = ''
@@ -365,11 +370,10 @@ def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> 
     text = symbols.equations(text)
     text = _DATE_YMD_RE.sub(_date_ymd, text)
     text = symbols.dotted(text, keep)
-    text = _NAMED_RATIO_RE.sub(lambda m: m.group(1) + keep(
-        number(m.group(2)) + '対' + number(m.group(3))), text)
+    text = _NAMED_RATIO_RE.sub(lambda m: m.group(1) + _ratio(m.group(2), m.group(3)), text)
     text = _TIME_RE.sub(_time, text)
     text = _HOUR_AMPM_RE.sub(_hours_ampm, text)
-    text = _RATIO_RE.sub(lambda m: keep(number(m.group(1)) + '対' + number(m.group(2))), text)
+    text = _RATIO_RE.sub(lambda m: _ratio(m.group(1), m.group(2)), text)
     text = _DECIMAL_COUNTER_RE.sub(
         lambda m: keep(_signed(m.group(1), m.group(2)) + _DECIMAL_COUNTER[m.group(3)]), text)
     text = phones.PHONE_RE.sub(lambda m: keep(phones.phone_reading(m.group(0))), text)
