@@ -176,7 +176,7 @@ def test_reading(text, expected):
 
 def test_plain_text_with_angle_brackets_stays_text():
     _, segs = prepare('a < b かつ c > d', 2000, 60)
-    assert [s.text for s in segs] == ['エー < ビーかつシー > ディー']
+    assert [s.text for s in segs] == ['エー < ビーかつシイ > ディー']
 
 
 def test_url_and_abbreviation_are_one_sentence():

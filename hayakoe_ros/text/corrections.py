@@ -112,10 +112,43 @@ TABLE = """
 が空です	がからです
 が空になり	がからになり
 空の箱	からの箱
+# 方 of a person after a description of who (the nouns are in PERSONS), and where a
+# reception calls the next person; 次の方へ, 次の方が早い stay ほう
+不自由な方	不自由なかた
+体調の悪い方	体調の悪いかた
+該当する方	該当するかた
+次の方どうぞ	次のかたどうぞ
+次の方、	次のかた、
+次の方は	次のカタは
+次の方を	次のかたを
+# weather: 一時 雨 (for a while, rain: あめ, Open JTalk: う), 晴れ後曇り (のち: ご)
+一時雨	一時あめ
+れ後曇り	れのち曇り
+れ後雨	れのち雨
+り後雨	りのち雨
+り後晴れ	りのち晴れ
+# 何 before と言う / て言う / 色: なん, なに (Open JTalk: なに, なに, なん)
+何と言	なんと言
+何て言	なんて言
+何色	なにいろ
+# a letter before 型 (a blood type) or 組 (a class) voices it, as after A (エーガタ)
+B型	ビーがた
+O型	オーがた
+B組	ビーぐみ
 # everyday words with a wrong first reading
 明後日	あさって
 お手数	おてすう
 中央口	ちゅうおうぐち
+搭乗口	とうじょうぐち
+番搭乗口	番とうじょうぐち
+通用口	つうようぐち
+番目の角	番目のかど
+頓用	とんよう
+二人暮らし	二人ぐらし
+二人部屋	二人べや
+一人部屋	一人べや
+二人組	ふたりぐみ
+更衣	こうい
 """
 
 _KANJI = re.compile('[一-鿿々]')
@@ -144,7 +177,10 @@ def parse(table: str) -> dict:
 #: Nouns of who a person is, after which の方 is that person (かた), not a side (ほう).
 PERSONS = ('御用', 'ご用', '担当', '係', 'ご家族', '関係者', 'ご希望', '初めて', 'お待ち',
            'ご利用', 'お急ぎ', 'お連れ', '該当', 'ご来場', 'ご来店', 'ご予約', 'お持ち', '保護者',
-           '車椅子', 'お子様連れ', 'お越し', 'ご参加', 'ご来院', 'お申し込み',
+           '車椅子', 'お子様連れ', 'お越し', 'ご参加', 'ご来院', 'お申し込み', 'お困り',
+           '高齢', '妊娠中', '外国人', 'スタッフ', '係員', '以上', '以下', '未満',
+           # 60歳以上の方, 小学生以下の方: a row does not match after a kanji.
+           '歳以上', '歳以下', '歳未満', '才以上', '才以下', '小学生以下', '中学生以下',
            # 15番の方 (a number called), never 順番の方: a row does not match after a kanji.
            '番')
 

@@ -11,11 +11,13 @@ Called by :func:`.frontend.normalize` on text that still holds ASCII digits:
   the first number takes the counter, for the counters of :data:`POINT_COUNTERS`, whose
   sound the number changes or which name a point in time; and 2〜3つ, ニからミッツ mixed
   two ways of counting, and 1〜2人, ヒトリからフタリ); ``9時〜18時`` -> から;
-  ``500円〜`` -> 500円から; ``土〜日`` -> ドからニチ, ``月〜金曜日`` ゲツからキン曜日.
+  ``500円〜`` -> 500円から; ``土〜日`` -> ドからニチ, ``月〜金曜日`` ゲツからキン曜日; and
+  weekdays listed, ``月・水・金`` ゲツ・スイ・キン, ``月水金`` ゲツスイキン.
 * :func:`idioms` (before plain numbers): ``110番`` ヒャクトーバン, ``20歳`` はたち,
   ``毎月1日`` ついたち, ``0時`` レージ, ``0度`` レード, ``10分`` ジュップン (never
   ジューブン), ``2分`` ニフン and ``9分`` キューフン (never ニブン, クブ), ``1日(月)``
-  ツイタチゲツヨービ, ``1箱`` ヒトハコ, ``1組`` イチクミ and ``1組様`` ヒトクミサマ.
+  ツイタチゲツヨービ, ``1箱`` ヒトハコ, ``1組`` イチクミ and ``1組様`` ヒトクミサマ,
+  ``2人部屋`` フタリベヤ (and 人掛け, 人暮らし, 人組), ``R8年`` 令和8年.
 """
 
 from __future__ import annotations
@@ -71,6 +73,19 @@ _WD = '[月火水木金土日]'
 _WEEKDAY_RANGE_RE = re.compile(
     r'(?<![一-鿿\d])[（(]?(%s)(曜日?)?[）)]?\s*[〜~]\s*[（(]?(%s)(?=曜|[）)]|[^一-鿿]|$)[）)]?'
     % (_WD, _WD))
+
+# Weekdays listed (月・水・金, 土・日・祝, 月水金, 毎週火・金曜日): each its on-reading, as in
+# ranges (they were ツキ・ミズ・キン, オマケキン). A list joined by ・ (祝 may be an item) or
+# three or more weekdays written together; a last weekday before 曜 stays (金曜日).
+_WEEKDAY_LIST_RE = re.compile(r'(?:(?<![一-鿿])|(?<=週))(?:%s(?:・(?:%s|祝))+|%s{3,7})'
+                              % (_WD, _WD, _WD))
+
+
+def _weekday_list(m: re.Match) -> str:
+    items = m.group(0)
+    last = len(items) - 1 if m.string[m.end():m.end() + 1] == '曜' else len(items)
+    return ''.join(WEEKDAYS.get(c, c) if i < last else c for i, c in enumerate(items))
+
 
 #: Words after ``a/b`` that make it a quantity (a fraction), not a month/day date.
 QUANTITY_AFTER = ('の量', 'の確率', 'の割合', 'の大きさ', 'の長さ', 'の重さ', 'の面積',
@@ -128,6 +143,14 @@ _KANJI_KEN_RE = re.compile('(?<=[三千万])件')
 _HAKO_RE = re.compile(r'(?<![\d.,])1(?=箱(?!根))')
 _KUMI_RE = re.compile(r'(?<![\d.,])(\d+)組(?![合織み長])(様?)')
 _KUMI_PARTY = {'1': 'ひと', '2': 'ふた'}
+# People counted into a room, a seat, a household or a group: the counter voices (2人部屋
+# ふたりべや, 4人掛け よにんがけ, 2人暮らし ふたりぐらし, 2人組 ふたりぐみ; Open JTalk: ヘヤ,
+# カケ, クラシ, ニニングミ), and 2人1組 counts the group the native way (ひとくみ).
+_PEOPLE_COMPOUND_RE = re.compile(r'(?<![\d.,])(\d+)人(部屋|掛け|掛|暮らし|組(?![合織み長]))')
+_VOICED = {'部屋': 'べや', '掛け': 'がけ', '掛': 'がけ', '暮らし': 'ぐらし', '組': 'ぐみ'}
+# An era's initial before a year, as forms write it: R8年 令和8年 (it was アールハチネン).
+_ERA_RE = re.compile(r'(?<![A-Za-z0-9])([RHS])(?=\d{1,2}年)')
+_ERAS = {'R': '令和', 'H': '平成', 'S': '昭和'}
 # A weekday in brackets after a date: 1日(月) ツイタチゲツヨービ, not ツキ.
 # After 日, or after a date's reading (12/6(土): 十二月六日 between no-cut marks).
 _WEEKDAY_PAREN_RE = re.compile(r'(?:(?<=日)|(?<=日\ue001))\s*[（(]([月火水木金土日])'
@@ -172,9 +195,13 @@ def _weekday(m: re.Match) -> str:
 
 
 def ranges(text: str) -> str:
-    """Ranges between counted things read with から (see the module docstring)."""
-    if '〜' not in text and '~' not in text:
-        return text
+    """Ranges read with から, and weekdays listed (see the module docstring)."""
+    if '〜' in text or '~' in text:
+        text = _ranges(text)
+    return _WEEKDAY_LIST_RE.sub(_weekday_list, text)
+
+
+def _ranges(text: str) -> str:
     text = _COUNTER_RANGE_RE.sub(r'\1\3から\2\3', text)
     text = _PEOPLE_RANGE_RE.sub('1人から2人', text)
     text = _THINGS_RANGE_RE.sub(r'\1つから\2つ', text)
@@ -190,7 +217,8 @@ def _ken(m: re.Match) -> str:
 
 
 def _kumi(m: re.Match, keep) -> str:
-    count = (_KUMI_PARTY.get(m.group(1)) if m.group(2) else None) or number(m.group(1))
+    native = m.group(2) or m.string[m.start() - 1:m.start()] == '人'  # 1組様, 2人1組
+    count = (_KUMI_PARTY.get(m.group(1)) if native else None) or number(m.group(1))
     return keep(count + 'くみ') + m.group(2)
 
 
@@ -199,10 +227,16 @@ def idioms(text: str, keep) -> str:
 
     Emergency numbers, はたち, ついたち, zero as レー, 10分, 分 of a 割 (ブ), 文目
     (ブンメ), 件 (ケン, never ゲン), 名様 (メー), 1箱 (ひとはこ) and 組 (1組 いちくみ,
-    1組様 ひとくみさま).
+    1組様 ひとくみさま), people in a room or a group (2人部屋 ふたりべや) and an era's
+    initial before a year (R8年 令和8年).
     """
     if '箱' in text:
         text = _HAKO_RE.sub(lambda m: keep('ひと'), text)
+    if '年' in text:
+        text = _ERA_RE.sub(lambda m: _ERAS[m.group(1)], text)
+    if '人' in text:
+        text = _PEOPLE_COMPOUND_RE.sub(
+            lambda m: keep(number(m.group(1)) + '人') + _VOICED[m.group(2)], text)
     if '組' in text:
         text = _KUMI_RE.sub(lambda m: _kumi(m, keep), text)
     if '番' in text:

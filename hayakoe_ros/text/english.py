@@ -27,6 +27,11 @@ LETTERS = {
     's': 'エス', 't': 'ティー', 'u': 'ユー', 'v': 'ブイ', 'w': 'ダブリュー',
     'x': 'エックス', 'y': 'ワイ', 'z': 'ゼット'}
 
+#: One-letter words not read as the letter's name: C, whose シー Open JTalk takes on its
+#: own for "sea" (スィー: ビタミンC, C棟); シイ is the letter's sound (in a longer
+#: spelling, CSV, ABC, it reads シー right). The article a: :func:`.frontend.english_run_words`.
+ALONE = {'C': 'シイ', 'c': 'シイ'}
+
 #: Acronym length: an unknown all-capital word up to this long is spelled.
 MAX_ACRONYM = 5
 
@@ -68,8 +73,10 @@ TERMS = {'ChatGPT': 'チャットジーピーティー', 'OpenAI': 'オープン
          'Android': 'アンドロイド', 'Bluetooth': 'ブルートゥース', 'macOS': 'マックオーエス',
          'ROS': 'ロス', 'ROS 2': 'ロスツー', 'ROS2': 'ロスツー', 'YAML': 'ヤムル',
          'microSD': 'マイクロエスディー', 'Gmail': 'ジーメール'}
-#: Terms read so only as written: in lower case they are quantities (5g grams, 4k thousand).
-CASED_TERMS = {'5G': 'ファイブジー', '4G': 'フォージー', '4K': 'ヨンケー', '8K': 'ハチケー'}
+#: Terms read so only as written: in lower case they are quantities (5g grams, 4k thousand);
+#: PC, which Open JTalk's dictionary reads ピースィー (the sound of "sea"; see :data:`ALONE`).
+CASED_TERMS = {'PC': 'ピーシイ', '5G': 'ファイブジー', '4G': 'フォージー', '4K': 'ヨンケー',
+               '8K': 'ハチケー'}
 #: English ordinals 1st-10th (1st アルバム, as said in Japanese).
 ORDINALS = {'1st': 'ファースト', '2nd': 'セカンド', '3rd': 'サード', '4th': 'フォース',
             '5th': 'フィフス', '6th': 'シックス', '7th': 'セブンス', '8th': 'エイス',
@@ -134,7 +141,7 @@ def to_katakana(word: str) -> str:
     if word.lower() in COMMON and not word.isupper():
         return COMMON[word.lower()]
     if len(word) == 1 or len(word) > MAX_WORD_LETTERS:
-        return spell(word)
+        return ALONE.get(word) or spell(word)
     # Open JTalk's dictionary holds English words capitalised (Hello, Yes, Great): typed
     # in lower case they went to e2k, which read hello ヘロ (said エロ), yes イーズ. Short
     # words only, and not as letters: longer ones match other entries (clearing was read

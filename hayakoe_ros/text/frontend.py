@@ -83,19 +83,20 @@ _DATE_YMD_RE = re.compile(r'(?<![\d/.-])(\d{4})([/.-])(\d{1,2})\2(\d{1,2})(?![\d
 # A year and month (2026/12: it was read as the fraction 12分の2026).
 _DATE_YM_RE = re.compile(r'(?<![\d/.-])((?:19|20)\d\d)/(1[0-2]|0?[1-9])(?![\d/])')
 # Floors as signs write them: 3F 三階, B1F 地下一階 (they were サンエフ, ビーイチエフ).
-_FLOOR_RE = re.compile(r'(?<![A-Za-z0-9.])(B)?(\d{1,3})F(?![A-Za-z0-9])')
+_FLOOR_RE = re.compile(r'(?<![A-Za-z0-9.])(B)?(\d{1,3})F(?![A-Za-z0-9])'
+                       r'|(?<![A-Za-z0-9.])(B)(\d{1,2})(?=階)')  # B1階: 地下一階
 # Not after a hyphen but one after a date or a weekday (12/6-12/8, 12/6(土)-12/8).
-_DATE_MD_RE = re.compile(r'(?<![\d/.:])(?:(?<!-)|(?<=[)）]-)|(?<=/\d-)|(?<=/\d\d-))'
+_DATE_MD_RE = re.compile(r'(?<![\d/.])(?<!\d:)(?:(?<!-)|(?<=[)）]-)|(?<=/\d-)|(?<=/\d\d-))'
                          r'(\d{1,2})/(\d{1,2})(?![\d/])')
-_TIME_RE = re.compile(r'(午前|午後|AM|PM|am|pm)?\s*(?<![\d:])(\d{1,2}):(\d{2})'
+_TIME_RE = re.compile(r'(午前|午後|AM|PM|am|pm)?\s*(?<!\d)(?<!\d:)(\d{1,2}):(\d{2})'
                       r'(?::(\d{2}))?(?![\d:])'
                       r'(?:\s*([AaPp])\.?[Mm]\.?(?![A-Za-z]))?')
 _AMPM = {'a': '午前', 'p': '午後'}
 # An hour with am/pm and no minutes (10am, 3 PM, 5 p.m.): 午前十時; a range of hours
 # (10-11am) takes it once. Not PM2.5 (2 PM2.5).
 _HOUR = r'(1[0-2]|0?[1-9])'
-_HOUR_AMPM_RE = re.compile(r'(?<![\d:.])(?:%s\s*[-–~〜]\s*)?%s\s?([AaPp])\.?[Mm]\.?(?![A-Za-z0-9])'
-                           % (_HOUR, _HOUR))
+_HOUR_AMPM_RE = re.compile(r'(?<![\d.])(?<!\d:)(?:%s\s*[-–~〜]\s*)?%s\s?([AaPp])\.?[Mm]\.?'
+                           r'(?![A-Za-z0-9])' % (_HOUR, _HOUR))
 # After times and dates: a range between two kept readings (10:30〜11:00, 12/6(土)〜12/8);
 # a hyphen or en dash too, after a time's or a date's reading (10:00-18:00); a hyphen or
 # en dash between numbers left after phones and dates (10-20枚, 2020–2025年), after a
@@ -126,7 +127,7 @@ _NUMBER_RE = re.compile(_NUM)
 _RATIO_RE = re.compile(r'(?<![\d:.])(\d{1,3}):(\d)(?![\d:])')
 # After a word that names one, any colon is a ratio or score (アスペクト比16:10, スコアは10:12).
 _NAMED_RATIO_RE = re.compile(r'((?:比|比率|割合|スコア|得点)(?:は|が|を|で|[:：])?\s*)'
-                             r'(?<![\d:.])(\d{1,3}):(\d{1,3})(?![\d:])')
+                             r'(?<![\d.])(?<!\d:)(\d{1,3}):(\d{1,3})(?![\d:])')
 # After a decimal, counters that Open JTalk reads as after a whole day count: 1.5日 was
 # イッテンゴビ, 1.5分 ゴブン, 1.5歳 ゴトシ.
 # Not in a compound (3.5分野, 1.5日間: Open JTalk reads those) but before 後, 前, 以内...
@@ -334,10 +335,13 @@ def english_run_match(text: str) -> bool:
 def english_run_words(run: str) -> list:
     """The reading of each word of a run of English words (``thank you`` is one word).
 
-    ``''.join`` of it is what :func:`normalize` puts in the run's place.
+    ``''.join`` of it is what :func:`normalize` puts in the run's place. Among other
+    words ``a`` before another is the article, ア (Have a nice day; the letter エー alone,
+    as in a=b, or last, as in Plan a).
     """
-    return ['サンキュー' if w.lower() == 'thank-you' else english.to_katakana(w)
-            for w in join_thank_you(run).split()]
+    words = join_thank_you(run).split()
+    return ['サンキュー' if w.lower() == 'thank-you' else 'ア' if w == 'a' and i < len(words) - 1
+            else english.to_katakana(w) for i, w in enumerate(words)]
 
 
 def _english_run(m: re.Match) -> str:
@@ -358,6 +362,7 @@ def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> 
     """
     text = compat_normalize(chars.pictographs(text))
     text = corrections.apply(chars.rewrite(symbols.markdown(text)), userdict.active())
+    text = phones.dashes(text)
     text = _URL_RE.sub(_url, text)
     text = _EMAIL_RE.sub(_email, text)
     text = _PADDED_RE.sub('', text)
@@ -383,7 +388,8 @@ def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> 
     text = _DATE_MD_RE.sub(_date_md, text)
     text = _FRACTION_RE.sub(lambda m: keep(number(m.group(2)) + 'ブンノ' + number(m.group(1))),
                             text)
-    text = _FLOOR_RE.sub(lambda m: ('地下' if m.group(1) else '') + m.group(2) + '階', text)
+    text = _FLOOR_RE.sub(lambda m: '地下' + m.group(4) if m.group(3) else
+                         ('地下' if m.group(1) else '') + m.group(2) + '階', text)
     text = _KEPT_RANGE_RE.sub(lambda m: (m.group(1) or m.group(2) or '') + 'から', text)
     text = _ADDRESS_RE.sub(lambda m: m.group(0).replace('-', 'の'), text)
     text = _HYPHEN_RANGE_RE.sub('から', _HYPHEN_NUMBERS_RE.sub('〜', text))

@@ -29,6 +29,20 @@ PHONE_RE = re.compile(r'(?<![\d-])(?:\+81[- ]?)?\(?0\d{1,4}\)?[- ]?\d{1,4}-\d{3,
                       r'|(?<![\d-])0\d{1,4}\(\d{1,4}\)\d{3,4}(?![\d-])')
 
 
+# A minus sign or a Unicode hyphen between the groups of a phone number or a postal code,
+# as some input methods write them (03−1234−5678, 〒100−0001: they were read as
+# subtraction, ゼロサンヒク...): three or four groups, or a postal code after 〒.
+_DASHES_RE = re.compile(r'(?<![\d.−‐‑])\d{1,5}(?:[−‐‑]\d{1,4}){2,3}(?![\d−‐‑])'
+                        r'|(?<=〒)\s*\d{3}[−‐‑]\d{4}(?!\d)')
+
+
+def dashes(text: str) -> str:
+    """``text`` with the minus signs and hyphens of :data:`_DASHES_RE`'s numbers made ``-``."""
+    if '−' not in text and '‐' not in text and '‑' not in text:
+        return text
+    return _DASHES_RE.sub(lambda m: re.sub('[−‐‑]', '-', m.group(0)), text)
+
+
 def phone_reading(text: str) -> str:
     """Digit by digit, group by group with の between (``090-1234-5678``).
 
