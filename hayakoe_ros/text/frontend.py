@@ -135,9 +135,10 @@ _DECIMAL_COUNTER_RE = re.compile(r'(%s)?(\d+\.\d+)(日|分|歳)(?!(?![後前以�
                                  % _SIGN)
 _DECIMAL_COUNTER = {'日': 'ニチ', '分': 'フン', '歳': 'サイ'}
 # Numbers between blanks are a list, read with a pause: 1 2 3 was 一二三, ヒャクニジューサン;
-# so are numbers between nakaguro before a counter (1・2階, 5・6年生), which Open JTalk read
-# as a decimal point; 3・11 (a date's name) stays as it was.
-_NUMBERS_SPACE_RE = re.compile(r'(?<=\d)(?:[ \u3000]+|・(?=\d{1,3}%s))(?=\d)'
+# so are numbers between nakaguro before a counter (1・2階, 5・6年生, 1・3・5番) or after 第
+# (第1・3土曜日), which Open JTalk read as a decimal point; 3・11 (a date's name) stays.
+_NUMBERS_SPACE_RE = re.compile(r'(?<=\d)(?:[ \u3000]+|・(?=\d{1,3}(?:・\d{1,3})*%s)'
+                               r'|(?:(?<=第\d)|(?<=第\d\d))・)(?=\d)'
                                % '[階年人回個本枚日月号番位歳組章時分]')
 _JA_SPACE_RE = re.compile(r'(?<=[^\x00-\x7f])[ \u3000]+(?=[^\x00-\x7f])')
 # A number's reading, a blank, then a word that starts with a kanji numeral (Room 5 一番奥,

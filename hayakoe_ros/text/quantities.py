@@ -50,6 +50,8 @@ UNITS = {
     'mm3': '立方ミリメートル', 'km3': '立方キロメートル',
     'μm': 'マイクロメートル', 'nm': 'ナノメートル', 'hPa': 'ヘクトパスカル',
     'kPa': 'キロパスカル', 'kWh': 'キロワットアワー', 'Wh': 'ワットアワー', 'mV': 'ミリボルト',
+    'mg/dL': 'ミリグラムパーデシリットル', 'dL': 'デシリットル', 'dl': 'デシリットル',
+    'l': 'リットル', 't': 'トン', 'ha': 'ヘクタール',
 }
 _UNIT_RE = re.compile(r'(%s)?(%s)\s*(%s)(?![A-Za-z0-9])' % (
     SIGN, NUM, '|'.join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True))))
@@ -94,8 +96,27 @@ def _currency(m: re.Match, keep) -> str:
     return keep(signed(m.group(1), value) + (m.group(4) or '') + _CURRENCY[m.group(2)])
 
 
+# Durations in English abbreviations take the Japanese counter, whose sound the number
+# then changes as after any counter (5min ゴフン, 1h30m イチジカンサンジュップン; they were
+# ゴミン, イチエイチサンジューメートル).
+_DURATION_RE = re.compile(r'(?<![A-Za-z0-9.])(\d+)\s*(?:h(?:(\d{1,2})m(?:in)?)?|(min|sec))'
+                          r'(?![A-Za-z0-9/])')
+# 何 before a unit: how many of it (何kg なんキログラム; it was ナンケージー).
+_HOW_MANY_RE = re.compile(r'何(%s)(?![A-Za-z0-9])' % '|'.join(
+    re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if u[0].isalpha()))
+
+
+def _duration(m: re.Match) -> str:
+    if m.group(3):
+        return m.group(1) + ('分' if m.group(3) == 'min' else '秒')
+    return m.group(1) + '時間' + (m.group(2) + '分' if m.group(2) else '')
+
+
 def measures(text: str, keep) -> str:
-    """Speeds, temperatures and angles to their readings (before the bare-number ranges)."""
+    """Speeds, temperatures, angles and durations to their readings (before the ranges)."""
+    text = _DURATION_RE.sub(_duration, text)
+    if '何' in text:
+        text = _HOW_MANY_RE.sub(lambda m: keep('なん' + UNITS[m.group(1)]), text)
     text = _SPEED_RE.sub(lambda m: _speed(m, keep), text)
     text = _TEMP_RE.sub(lambda m: _temp(m, keep), text)
     return symbols.degrees(text, keep)
