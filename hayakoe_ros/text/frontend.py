@@ -44,8 +44,9 @@ _ACCENTED_RE = re.compile('[\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f]')
 _CURLY_RE = re.compile(r'(?<=[A-Za-z])[’‘](?=[A-Za-z])')
 
 # Leading zeros that strftime and counters write (03月09日, 10時05分, 第01回) are not
-# read: 03月 was ゼロサンツキ.
-_PADDED_RE = re.compile(r'(?<![\d.,:/-])0(?=\d[月日時分秒])|(?<![\d.,:/-])0(?=0[時分秒])'
+# read: 03月 was ゼロサンツキ; nor zero minutes or seconds after them (10時00分 ジュージ).
+_PADDED_RE = re.compile(r'(?<=\d時)00?分(?:00?秒)?|(?<=\d分)00?秒'
+                        r'|(?<![\d.,:/-])0(?=\d[月日時分秒])|(?<![\d.,:/-])0(?=0[時分秒])'
                         r'|(?<=第)0+(?=\d)')
 
 

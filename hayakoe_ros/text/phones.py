@@ -21,9 +21,9 @@ PHONE_RE = re.compile(r'(?<![\d-])(?:\+81[- ]?)?\(?0\d{1,4}\)?[- ]?\d{1,4}-\d{3,
                       r'|(?<![\d+-])\+(?!81)[1-9]\d{0,2}[- ]\(?\d{1,4}\)?(?:[- ]\d{2,4}){2,3}'
                       r'(?![\d-])'
                       r'|(?<![\d-])0\d{1,4}-\d{1,4}-\d{3,4}(?![\d-])'
-                      r'|(?<![\d-])0[5789]0\d{8}(?![\d-])|〒\s*\d{3}[- ]\d{4}(?!\d)'
+                      r'|(?<![\d-])0[5789]0\d{8}(?![\d-])|〒\s*\d{3}[- ]?\d{4}(?!\d)'
                       # Postal codes after 郵便番号, or with a zero no range ends on.
-                      r'|(?:(?<=郵便番号)|(?<=郵便番号は)|(?<=郵便番号:))\s*\d{3}-\d{4}(?![\d-])'
+                      r'|(?:(?<=郵便番号)|(?<=郵便番号は)|(?<=郵便番号:))\s*\d{3}-?\d{4}(?![\d-])'
                       r'|(?<![\d-])\d{3}-0\d{3}(?![\d-])'
                       # The area code's own group in brackets: 03(1234)5678.
                       r'|(?<![\d-])0\d{1,4}\(\d{1,4}\)\d{3,4}(?![\d-])')
@@ -50,7 +50,9 @@ def phone_reading(text: str) -> str:
     and ``+81-(0)3-...`` as ``03-...``. Another country code is read ``プラス`` and its
     digits (``+1 555 ...``).
     """
-    text = re.sub(r'^〒\s*', '', text)
+    if text.startswith('〒') or re.fullmatch(r'\s*\d{7}', text):
+        # A postal code written without its hyphen (〒1000001) is read as with it.
+        text = re.sub(r'^(?:〒)?\s*(\d{3})(\d{4})$', r'\1-\2', text.removeprefix('〒').strip())
     head = ''
     country = re.match(r'\+(\d{1,3})[- ]?', text)
     if country and country.group(1) == '81':
