@@ -35,6 +35,10 @@ ALONE = {'C': 'シイ', 'c': 'シイ'}
 #: Acronym length: an unknown all-capital word up to this long is spelled.
 MAX_ACRONYM = 5
 
+#: Shortest all-capital word looked up capitalised (EXIT エグジット, not spelled; IT, US
+#: and ID, which are acronyms, and a capitalised word too, are shorter).
+MIN_CAPITAL_WORD = 4
+
 #: Longest lower-case word looked up capitalised in Open JTalk's dictionary (letters).
 MAX_CAPITALISED = 5
 
@@ -129,11 +133,13 @@ def _native(word: str):
 
 
 @functools.lru_cache(maxsize=8192)
-def to_katakana(word: str) -> str:
+def to_katakana(word: str, in_capitals: bool = False) -> str:
     """Katakana reading of one English word (letters and an optional apostrophe).
 
     A few frequent function words (:data:`COMMON`), Open JTalk's dictionary (a lower-case
-    word also capitalised), then spelling for short all-capital words and words with no
+    word also capitalised; an all-capital word of :data:`MIN_CAPITAL_WORD` letters or
+    more, or of 3 in a run of capitals, ``in_capitals``, also capitalised: signs write
+    EXIT, HELP, TAKE OUT), then spelling for short all-capital words and words with no
     vowel letter, then ``e2k``'s character model; a word longer
     than :data:`MAX_WORD_LETTERS` is spelled. Results are
     cached (8192 words); the dictionary lookup uses the user dictionary in force then.
@@ -148,6 +154,9 @@ def to_katakana(word: str) -> str:
     # クリーニング, supplies サプライズ) and bin, alt are spelled there.
     native = _native(word)
     if not native and word.islower() and len(word) <= MAX_CAPITALISED:
+        native = _native(word.capitalize())
+        native = None if native == spell(word) else native
+    if not native and word.isupper() and len(word) >= (3 if in_capitals else MIN_CAPITAL_WORD):
         native = _native(word.capitalize())
         native = None if native == spell(word) else native
     if native:

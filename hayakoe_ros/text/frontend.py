@@ -342,8 +342,9 @@ def english_run_words(run: str) -> list:
     as in a=b, or last, as in Plan a).
     """
     words = join_thank_you(run).split()
+    caps = len(words) > 1 and all(w.isupper() for w in words)  # a sign: TAKE OUT
     return ['サンキュー' if w.lower() == 'thank-you' else 'ア' if w == 'a' and i < len(words) - 1
-            else english.to_katakana(w) for i, w in enumerate(words)]
+            else english.to_katakana(w, caps) for i, w in enumerate(words)]
 
 
 def _english_run(m: re.Match) -> str:
