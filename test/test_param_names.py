@@ -76,3 +76,29 @@ def test_the_fleet_names_a_robots_parameter_and_its_own_closest_one(context, cap
         assert not ok and "parameter 'robots' is empty" in reason, reason
     finally:
         node.destroy_node()
+
+
+def test_an_integer_start_up_value_for_a_double_is_that_double(context):
+    """``-p rate:=2`` (or ``rate: 2`` in a params file) starts as 2.0, as a live set takes it.
+
+    rclpy's declaration refused the integer, so the node would not configure.
+    """
+    from rclpy.parameter import Parameter
+
+    from hayakoe_ros.player_node import PlayerNode
+    from hayakoe_ros.tts_node import TTSNode
+
+    tts = TTSNode(context=context, parameter_overrides=[
+        Parameter('rate', Parameter.Type.INTEGER, 2),
+        Parameter('max_lead_s', Parameter.Type.INTEGER, 0)])
+    player = PlayerNode(context=context, parameter_overrides=[
+        Parameter('volume', Parameter.Type.INTEGER, 1)])
+    try:
+        assert tts._config_errors == [] and player._errors == []
+        assert tts.get_parameter('rate').type_ == Parameter.Type.DOUBLE
+        assert tts.get_parameter('rate').value == 2.0
+        assert tts.get_parameter('max_lead_s').value == 0.0
+        assert player.get_parameter('volume').value == 1.0
+    finally:
+        tts.destroy_node()
+        player.destroy_node()

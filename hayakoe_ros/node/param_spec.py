@@ -198,7 +198,8 @@ def declare_specs(node, specs: dict, also_known: Iterable[str] = ()) -> list:
     """Declare every spec on ``node``; return the errors of invalid start-up values.
 
     The node's set-parameters callback must be registered first, so that start-up values
-    are validated exactly like ``ros2 param set``. A parameter whose override is invalid
+    are validated exactly like ``ros2 param set`` (an integer for a double is that double).
+    A parameter whose override is invalid
     (wrong type, out of range, not a choice, refused by the callback) is declared with its
     default, and its error (naming parameter, value and what is allowed) is returned for
     ``on_configure`` to report. Overrides that name no parameter get one WARN each, with
@@ -211,9 +212,17 @@ def declare_specs(node, specs: dict, also_known: Iterable[str] = ()) -> list:
         also_known: Names declared by another node of the process (a fleet's): overrides
             naming them get no WARN here.
     """
+    from rclpy.parameter import Parameter
+
     errors = []
     overrides = node._parameter_overrides  # rclpy keeps the -p / params-file values here
     for name, spec in specs.items():
+        given = overrides.get(name)
+        if given is not None and isinstance(spec.default, float) \
+                and given.type_ == Parameter.Type.INTEGER:
+            # -p rate:=2 or rate: 2 in a file: the double 2.0, as ros2 param set takes it
+            # (rclpy's declaration would refuse the integer).
+            overrides[name] = Parameter(name, Parameter.Type.DOUBLE, float(given.value))
         try:
             node.declare_parameter(name, spec.default, spec.descriptor())
         except Exception as exc:  # invalid type/value/choice given at start-up
