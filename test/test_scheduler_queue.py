@@ -182,3 +182,45 @@ def test_utterances_synthesised_ahead_still_count_against_max_queue():
     finally:
         gate.set()
         sched.shutdown()
+
+
+@pytest.mark.parametrize('max_queue', [0, 1, 3])
+def test_an_interrupting_burst_keeps_at_most_max_queue_waiting(max_queue):
+    """A burst of interrupting texts: one speaks, at most ``max_queue`` wait behind it.
+
+    The first of a burst to interrupt is not cut by the next before any of it is heard
+    (it would be lost unheard), so that next one waits in line, and counts there: the
+    line held ``max_queue`` + 1 before. Playback is held, so nothing ends by itself.
+    """
+    clock = VirtualClock()
+    engine = ToneEngine(clock)
+    gate = threading.Event()
+
+    def held_playback(halt, timeout):
+        while not gate.is_set() and not halt.is_set():
+            gate.wait(0.005)
+        return clock.wait(halt, timeout)
+
+    sched = SpeechScheduler(engine, Recorder(), SchedulerConfig(
+        max_queue=max_queue, queue_policy='interrupt'), clock=clock, waiter=held_playback)
+    admitted, refused = [], []
+    try:
+        engine.hold('一つ目')
+        for i, n in enumerate('一二三四五六七八'):
+            try:
+                admitted.append(submit_text(sched, f'{n}つ目です。', VOICE))
+            except QueueFullError as exc:
+                refused.append(str(exc))
+            if i == 0:
+                assert engine.entered.wait(T)  # the first is speaking when the burst comes
+            live = [u.text for u in admitted if not u.done]
+            assert 1 <= len(live) <= max_queue + 1, (i, live)
+        assert refused and all(f'max_queue={max_queue}' in r for r in refused)
+        for reason in refused:  # the count it gives is the bound it names
+            assert int(reason.split('queue full: ')[1].split()[0]) == max_queue, reason
+    finally:
+        gate.set()
+        engine.release()
+        for utt in admitted:
+            assert utt.wait(T)
+        sched.shutdown()

@@ -115,8 +115,10 @@ class Lineup:
                       max_queue: int) -> List[Utterance]:
         pending = self._pending_locked()
         busy = bool(self._waiting) or any(not u.done for u in self._in_flight)
-        # An interrupting utterance takes the place of the one it cancels.
-        full = pending > max_queue if interrupt else (busy and pending >= max_queue)
+        # An interrupting utterance takes the place of the one it cancels; one that cuts
+        # nobody (the one speaking is the start of its burst, not heard yet) waits in line.
+        cuts = interrupt and self._speaking_locked() is not None
+        full = pending > max_queue if cuts else (busy and pending >= max_queue)
         if full:
             raise QueueFullError(
                 f'queue full: {pending} utterances waiting '
@@ -205,21 +207,31 @@ class Lineup:
             self._cv.notify_all()
             return victims, suspended
 
-    def _interrupt_locked(self) -> Tuple[Optional[Utterance], List[Utterance]]:
+    def _active_locked(self) -> List[Utterance]:
         # A halted utterance (canceled a moment ago, its outcome not yet given) is not
         # the one speaking: taking it as the victim would treat the one really speaking
         # as synthesised ahead and let it play on to its end.
-        active = [u for u in self._in_flight if not u.done and not u.halted]
+        return [u for u in self._in_flight if not u.done and not u.halted]
+
+    def _speaking_locked(self) -> Optional[Utterance]:
+        """The utterance an interrupting one would cut now (None: it would cut nobody)."""
+        active = self._active_locked()
         if not active:
-            return None, []
-        current, later = active[0], active[1:]
-        victim: Optional[Utterance] = current
-        if current in self._burst and current.first_audio_at is None:
+            return None
+        if active[0] in self._burst and active[0].first_audio_at is None:
             # An interrupting one taken a moment ago, nothing of it published yet: cutting
             # it would lose it unheard, so a burst keeps its arrival order.
-            victim = None
-        else:
-            current.halt()  # the synthesis thread drops it at once
+            return None
+        return active[0]
+
+    def _interrupt_locked(self) -> Tuple[Optional[Utterance], List[Utterance]]:
+        active = self._active_locked()
+        if not active:
+            return None, []
+        later = active[1:]
+        victim = self._speaking_locked()
+        if victim is not None:
+            victim.halt()  # the synthesis thread drops it at once
         for utt in later:
             utt.restart()
             self._in_flight.remove(utt)
