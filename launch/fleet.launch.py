@@ -10,7 +10,9 @@ robot plays ``/fleet/r1/audio`` with ``player_node`` (remap its ``audio``).
 Parameters come from ``config/tts.yaml`` (or ``params_file:=``; a file may also set one
 robot's live parameters under ``/fleet/r1/tts_node``); the engine arguments given on the
 command line override the file. The process is started again when it dies
-(``respawn:=true``); a clean exit ends the launch.
+(``respawn:=true``); a clean exit ends the launch, and so does a start that failed
+(exit code 78: an invalid parameter, a model that does not load), which a respawn
+would only repeat.
 """
 
 import functools
@@ -39,6 +41,10 @@ PARAMETER_ARGUMENTS = {
     'num_threads': (int, 'ONNX Runtime intra-op threads per session (0 = default).'),
     'output_rate': (int, "Sample rate of every robot's audio (Hz); 0 = the engine's."),
 }
+
+#: hayakoe_ros.node.runner.EXIT_NOT_STARTED: the node could not start (invalid parameters,
+#: arguments rcl refuses, a model that does not load); not respawned.
+NOT_STARTED = 78
 
 
 def typed(name: str, kind: type, text: str):
@@ -80,6 +86,11 @@ def _fleet(context, *args, **kwargs):
 
 
 def _on_exit(respawn, event, context):
+    if event.returncode == NOT_STARTED:  # a respawn would fail the same way
+        return None if context.is_shutdown else [
+            LogInfo(msg=f'tts_fleet could not start (exit code {NOT_STARTED}): not '
+                        'started again; ending the launch'),
+            EmitEvent(event=Shutdown(reason='tts_fleet could not start'))]
     if event.returncode == 0:
         return None if context.is_shutdown else [
             EmitEvent(event=Shutdown(reason='tts_fleet exited'))]
@@ -100,7 +111,8 @@ def generate_launch_description():
                               description='Namespace of the fleet; robots are under it.'),
         DeclareLaunchArgument('respawn', default_value='true',
                               description='Start tts_fleet again when its process dies '
-                                          '(true/false); a clean exit ends the launch.'),
+                                          '(true/false); a clean exit, or a start that '
+                                          'failed (exit code 78), ends the launch.'),
         DeclareLaunchArgument('respawn_delay', default_value='1.0',
                               description='Seconds before tts_fleet is started again.'),
     ]

@@ -7,7 +7,9 @@ which plays the audio on the robot's speaker (``player_device:=`` picks the devi
 
 ``tts_node`` is started again when its process dies (``respawn:=true``, the default;
 after ``respawn_delay`` s); its ``/diagnostics`` then count the restarts. A clean exit
-(the lifecycle shutdown transition, SIGINT) ends the launch, ``player_node`` included.
+(the lifecycle shutdown transition, SIGINT) ends the launch, ``player_node`` included,
+and so does a node that could not start (exit code 78: an invalid parameter or argument,
+a model that does not load), which a respawn would only repeat.
 
 Parameters come from ``config/tts.yaml`` (or ``params_file:=``); any voice/engine argument
 given on the command line overrides the file. ``ros2 launch hayakoe_ros tts.launch.py
@@ -64,6 +66,10 @@ PLAYER_ARGUMENTS = {
 # On Kilted these extra rules never match (the action name is remapped first): harmless.
 _ACTION_PARTS = ('_action/send_goal', '_action/cancel_goal', '_action/get_result',
                  '_action/feedback', '_action/status')
+
+#: hayakoe_ros.node.runner.EXIT_NOT_STARTED: the node could not start (invalid parameters,
+#: arguments rcl refuses, a model that does not load); not respawned.
+NOT_STARTED = 78
 
 
 def typed(name: str, kind: type, text: str):
@@ -144,6 +150,13 @@ def _node(context, *args, **kwargs):
 
 
 def _on_tts_exit(respawn, event, context):
+    if event.returncode == NOT_STARTED:
+        # It could not start (its error is above): a respawn would fail the same way,
+        # every respawn_delay, for ever.
+        return None if context.is_shutdown else [
+            LogInfo(msg=f'tts_node could not start (exit code {NOT_STARTED}): not '
+                        'started again; ending the launch'),
+            EmitEvent(event=Shutdown(reason='tts_node could not start'))]
     if event.returncode == 0:
         # After SIGINT the launch is shutting down already: a second Shutdown event makes
         # launch_ros raise ('Cannot shutdown a ROS adapter that is not running').
@@ -175,7 +188,8 @@ def generate_launch_description():
                                           'error (rcl and rmw keep theirs).'),
         DeclareLaunchArgument('respawn', default_value='true',
                               description='Start tts_node again when its process dies '
-                                          '(true/false); a clean exit ends the launch.'),
+                                          '(true/false); a clean exit, or a start that '
+                                          'failed (exit code 78), ends the launch.'),
         DeclareLaunchArgument('respawn_delay', default_value='1.0',
                               description='Seconds before tts_node is started again.'),
         DeclareLaunchArgument('play', default_value='false',

@@ -130,3 +130,18 @@ def test_fleet_launch_file_starts_tts_fleet_with_fleet_parameters():
     assert "executable='tts_fleet'" in source and "'robots'" in source
     assert 'OnProcessExit(' in source and 'Shutdown(' in source
     assert "'tts_fleet = hayakoe_ros.tts_fleet:main'" in (REPO / 'setup.py').read_text()
+
+
+@pytest.mark.parametrize('launch_file', ['tts.launch.py', 'fleet.launch.py'])
+def test_launch_files_end_on_a_node_that_could_not_start(launch_file):
+    """The exit status the launch files take as "could not start" is the runner's.
+
+    On it they end the launch instead of respawning a node whose parameters are invalid
+    every respawn_delay for ever (run for real with the fetched launch sources).
+    """
+    from hayakoe_ros.node.runner import EXIT_NOT_STARTED
+
+    tree = ast.parse((REPO / 'launch' / launch_file).read_text())
+    value = next(node.value.value for node in tree.body if isinstance(node, ast.Assign)
+                 and node.targets[0].id == 'NOT_STARTED')
+    assert value == EXIT_NOT_STARTED

@@ -16,6 +16,7 @@ from lifecycle_msgs.msg import Transition
 from rcl_interfaces.srv import SetParameters
 from rclpy.parameter import Parameter
 from std_srvs.srv import Trigger
+from hayakoe_ros.node.runner import EXIT_NOT_STARTED
 
 from ros_utils import (change_state, ended, send_goal, start_fleet, tiny_params,
                        wait_future)
@@ -178,7 +179,7 @@ def test_invalid_robots_fail_with_a_clear_error(robots, needle):
     node = start_fleet({'engine': 'openjtalk', 'robots': robots}, wait=False)
     node.proc.wait(60)
     log = node.log()
-    assert node.proc.returncode == 1, log
+    assert node.proc.returncode == EXIT_NOT_STARTED, log
     assert needle in log and 'invalid configuration' in log, log
     assert 'Traceback' not in log, log
     assert 'loaded in' not in log  # refused before any model was loaded

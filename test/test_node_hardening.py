@@ -11,6 +11,7 @@ import time
 from action_msgs.msg import GoalStatus
 from diagnostic_msgs.msg import DiagnosticStatus
 import pytest
+from hayakoe_ros.node.runner import EXIT_NOT_STARTED
 
 from ros_utils import CHUNK, NodeProcess, send_goal, wait_future
 
@@ -117,7 +118,7 @@ def test_a_read_only_home_is_a_clear_error_and_ros_log_dir_fixes_it(read_only_vi
     cmd = [sys.executable, '-m', 'hayakoe_ros.tts_node', '--ros-args', '-p',
            'engine:=openjtalk', '-p', 'autostart:=false']
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 1
+    assert proc.returncode == EXIT_NOT_STARTED
     assert 'cannot start: failed to initialize logging' in proc.stderr
     assert 'set ROS_LOG_DIR to a writable directory' in proc.stderr
     assert 'Traceback' not in proc.stderr
@@ -173,3 +174,16 @@ def test_services_and_diagnostics_answer_during_the_load_and_sigint_ends_it(
         assert 'interrupted while configuring: exiting' in log and 'ready:' not in log, log
     finally:
         node.stop()
+
+
+def test_a_node_that_cannot_be_built_is_a_start_failure(capsys, ros_test_domain):
+    """The runner's start failure, not a traceback and exit 1 (which launch would respawn)."""
+    from hayakoe_ros.node.runner import EXIT_NOT_STARTED, run
+
+    def factory():
+        raise ValueError('no such node')
+
+    assert run(factory, args=['node']) == EXIT_NOT_STARTED
+    assert 'cannot start: ValueError: no such node' in capsys.readouterr().err
+    import rclpy
+    assert not rclpy.ok()  # rcl was shut down: the next run starts afresh

@@ -18,6 +18,7 @@ from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool, String
+from hayakoe_ros.node.runner import EXIT_NOT_STARTED
 
 from ros_utils import (NodeProcess, change_state, in_process_node, new_namespace, send_goal,
                        tiny_params, wait_future)
@@ -92,13 +93,13 @@ def test_reload_parameters_apply_at_the_next_configure(tiny_model_root, ros_clie
     ('engine:=foo', ["'engine'", "'foo'", 'one of: hayakoe, openjtalk']),
     ('rate:=9.0', ["'rate'", '9.0', '[0.25, 4]']),
 ])
-def test_invalid_start_up_value_is_one_error_and_exit_1(override, words):
+def test_invalid_start_up_value_is_one_error_and_a_failed_start(override, words):
     node = NodeProcess({'engine': 'openjtalk'}, extra_args=['-p', override],
                        wait_ready=False)
     try:
         node.proc.wait(60)
         log = node.log()
-        assert node.proc.returncode == 1, log
+        assert node.proc.returncode == EXIT_NOT_STARTED, log
         errors = [line for line in log.splitlines() if '[ERROR]' in line]
         assert len(errors) == 1, log
         for word in words:

@@ -15,6 +15,7 @@ from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.qos import ReliabilityPolicy
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
+from hayakoe_ros.node.runner import EXIT_NOT_STARTED
 
 from hayakoe_ros.speech import SchedulerConfig, SpeechScheduler
 from ros_utils import CHUNK, NodeProcess, send_goal, tiny_params, wait_future
@@ -223,7 +224,7 @@ def test_load_failure_is_fatal_without_fallback(tmp_path):
     node = NodeProcess({'speaker_source': f'file://{tmp_path}', 'bert_source':
                         f'file://{tmp_path}', 'fallback_engine': 'none'}, wait_ready=False)
     node.proc.wait(120)
-    assert node.proc.returncode == 1
+    assert node.proc.returncode == EXIT_NOT_STARTED
     log = node.log()
     assert 'cannot load hayakoe speaker' in log and 'fatal' in log
     node.stop()

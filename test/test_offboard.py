@@ -19,6 +19,7 @@ import pytest
 from action_msgs.msg import GoalStatus
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
+from hayakoe_ros.node.runner import EXIT_NOT_STARTED
 
 from ros_utils import NodeProcess, send_goal, start_fleet, tiny_params, wait_future
 
@@ -195,7 +196,7 @@ def test_an_invalid_action_name_fails_the_configure_with_its_name(ros_client):
                              offboard_action='/fleet/r1/say here'), wait_ready=False)
     try:
         robot.proc.wait(60)
-        assert robot.proc.returncode == 1
+        assert robot.proc.returncode == EXIT_NOT_STARTED
         assert "offboard_action '/fleet/r1/say here' is not a valid action name" in robot.log()
     finally:
         robot.stop()

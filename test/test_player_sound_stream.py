@@ -17,6 +17,7 @@ import pytest
 import soxr
 from audio_common_msgs.msg import AudioStamped
 from diagnostic_msgs.msg import DiagnosticStatus
+from hayakoe_ros.node.runner import EXIT_NOT_STARTED
 
 from tools.pulse import missing
 from pulse_sink import (SINK_RATE, best_lag, noise_utterance, player_diagnostics,
@@ -131,7 +132,7 @@ def test_unknown_device_fails_configure_naming_it_and_how_to_list_devices(pulse)
     finally:
         code = player.stop()
     log = player.log()
-    assert code == 1, log
+    assert code == EXIT_NOT_STARTED, log
     assert "output device 'no-such-speaker'" in log and 'python3 -m sounddevice' in log, log
 
 

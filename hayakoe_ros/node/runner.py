@@ -142,6 +142,13 @@ def _bring_up(node, failed: threading.Event, stop: threading.Event) -> None:
             return
 
 
+#: Exit status of a node that could not start: rcl refused its arguments, the node could
+#: not be built, or its autostart configure or activate failed (an invalid parameter, a
+#: model that does not load). ``EX_CONFIG`` of sysexits.h: starting it again would fail the
+#: same way, so the launch files end the launch on it instead of respawning the node.
+EXIT_NOT_STARTED = 78
+
+
 def run(factory: Callable, args=None, num_threads: int = 4) -> int:
     """Run one lifecycle node in this process until a signal or its shutdown transition.
 
@@ -156,8 +163,10 @@ def run(factory: Callable, args=None, num_threads: int = 4) -> int:
             0.58 s at a time measured in player_node, starving every other Python thread.
 
     Returns:
-        The exit status: 0, or 1 when the autostart configure or activate failed or rcl
-        could not start (e.g. its log directory cannot be created: stderr says so).
+        The exit status: 0, or :data:`EXIT_NOT_STARTED` when the autostart configure or
+        activate failed, or rcl could not start (e.g. its log directory cannot be created,
+        an invalid ``--log-level``) or the node not be built (an invalid remap): stderr
+        says why.
     """
     try:
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
@@ -165,11 +174,16 @@ def run(factory: Callable, args=None, num_threads: int = 4) -> int:
         hint = (' (a read-only HOME: set ROS_LOG_DIR to a writable directory)'
                 if 'log directory' in str(exc) else '')
         print(f'cannot start: {exc}{hint}', file=sys.stderr)
-        return 1
+        return EXIT_NOT_STARTED
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    node = factory()
+    try:
+        node = factory()
+    except Exception as exc:  # rcl's refusals of names and remaps come as several types
+        print(f'cannot start: {type(exc).__name__}: {exc}', file=sys.stderr)
+        rclpy.try_shutdown()
+        return EXIT_NOT_STARTED
     executor = (SingleTaskExecutor() if num_threads == 1
                 else TaskExecutor(num_threads=num_threads))
     executor.add_node(node)
@@ -184,7 +198,7 @@ def run(factory: Callable, args=None, num_threads: int = 4) -> int:
             bring_up.start()
         while not stop.is_set() and not node.finalized.is_set() and rclpy.ok():
             spin_once(executor, EXIT_CHECK_S)
-        code = 1 if failed.is_set() else 0
+        code = EXIT_NOT_STARTED if failed.is_set() else 0
         if bring_up is not None and bring_up.is_alive():
             # Interrupted during the load: a model load in C cannot be cut short, and the
             # node must not be torn down under it. Nothing is speaking or queued yet.
