@@ -35,11 +35,11 @@ from rclpy.event_handler import (QoSRequestedIncompatibleQoSInfo, QoSSubscriptio
 from rclpy.qos import qos_policy_name_from_kind
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.qos_overriding_options import QoSOverridingOptions
 from rclpy.subscription import Subscription
 from std_msgs.msg import String
 
-from .node.param_spec import Apply, ParameterSpec, declare_specs, warn_bad_names
+from .node.param_spec import (QOS_OVERRIDES, Apply, ParameterSpec, declare_specs,
+                              warn_bad_names)
 from .node.runner import run
 from .node.status import publish_status
 from .node.decode import decode
@@ -178,7 +178,7 @@ class PlayerNode(LifecycleNode):
                                                    callback_group=self._group)
         self._sub = self.create_subscription(
             AudioStamped, 'audio', self._on_audio, qos, callback_group=self._group,
-            qos_overriding_options=QoSOverridingOptions.with_default_policies(),
+            qos_overriding_options=QOS_OVERRIDES,
             event_callbacks=SubscriptionEventCallbacks(
                 matched=self._on_matched, incompatible_qos=self._on_incompatible_qos))
         self._active = True

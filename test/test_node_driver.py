@@ -263,6 +263,13 @@ def test_audio_and_feedback_publishers_get_the_configured_depth(ros_client):
 
         assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
         assert node._out.audio_publisher.qos_profile.depth == 37
+        # qos_depth applies at the next configure: rclpy's QoS override parameters,
+        # declared at the first, kept 37 for every later publisher.
+        assert node.trigger_cleanup() == TransitionCallbackReturn.SUCCESS
+        node.set_parameters([Parameter('qos_depth', value=7)])
+        assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+        assert node._out.audio_publisher.qos_profile.depth == 7
+        assert node._marks._pub.qos_profile.depth == 7
     finally:
         node.trigger_shutdown()
         node.destroy_node()

@@ -102,3 +102,38 @@ def test_an_integer_start_up_value_for_a_double_is_that_double(context):
     finally:
         tts.destroy_node()
         player.destroy_node()
+
+
+def test_player_qos_depth_applies_at_the_next_configure(context, monkeypatch):
+    """The audio subscription takes the qos_depth of each configure (the sound card faked).
+
+    rclpy's QoS override parameter for the depth, declared at the first activate, kept
+    that depth for every later subscription.
+    """
+    from rclpy.lifecycle import TransitionCallbackReturn
+    from rclpy.parameter import Parameter
+
+    import hayakoe_ros.player_node as player_node
+
+    class NoSoundCard:
+        def __init__(self, config):
+            self.device_name = 'none'
+
+        def __getattr__(self, name):
+            return lambda *args, **kwargs: None
+
+    monkeypatch.setattr(player_node, 'Player', NoSoundCard)
+    node = player_node.PlayerNode(context=context, parameter_overrides=[
+        Parameter('autostart', value=False), Parameter('qos_depth', value=37)])
+    ok = TransitionCallbackReturn.SUCCESS
+    try:
+        assert node.trigger_configure() == ok and node.trigger_activate() == ok
+        assert node._sub.qos_profile.depth == 37
+        assert node.trigger_deactivate() == ok and node.trigger_cleanup() == ok
+        assert node.set_parameters([Parameter('qos_depth', value=7)])[0].successful
+        assert node.trigger_configure() == ok and node.trigger_activate() == ok
+        assert node._sub.qos_profile.depth == 7
+        assert node._marks_sub.qos_profile.depth == 7
+    finally:
+        node.trigger_deactivate()
+        node.destroy_node()

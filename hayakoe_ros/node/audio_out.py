@@ -19,10 +19,10 @@ from audio_common_msgs.msg import AudioStamped
 from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.publisher import Publisher
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.qos_overriding_options import QoSOverridingOptions
 from std_msgs.msg import Bool
 
 from .messages import StampClock, chunk_to_msg
+from .param_spec import QOS_OVERRIDES
 
 
 class AudioOut:
@@ -65,7 +65,7 @@ class AudioOut:
                          durability=DurabilityPolicy.VOLATILE)
         self._audio = self._node.create_publisher(
             AudioStamped, 'audio', qos,
-            qos_overriding_options=QoSOverridingOptions.with_default_policies(),
+            qos_overriding_options=QOS_OVERRIDES,
             event_callbacks=PublisherEventCallbacks(matched=self._on_matched))
 
     def close(self) -> None:

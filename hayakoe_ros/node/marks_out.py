@@ -30,11 +30,11 @@ from typing import Callable, Optional
 
 from rclpy.publisher import Publisher
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.qos_overriding_options import QoSOverridingOptions
 from std_msgs.msg import String
 
 from ..speech import CancelReason, Outcome, Utterance
 from ..speech.marks import KINDS, TIMED, Mark
+from .param_spec import QOS_OVERRIDES
 
 #: Cancel reasons that mean someone interrupted the robot (a barge-in, a newer text, a
 #: stop): the end mark says ``interrupted``. A client's own cancel is ``canceled``; the
@@ -118,7 +118,7 @@ class MarksOut:
                          durability=DurabilityPolicy.VOLATILE)
         self._pub = self._node.create_publisher(
             String, 'marks', qos,
-            qos_overriding_options=QoSOverridingOptions.with_default_policies())
+            qos_overriding_options=QOS_OVERRIDES)
 
     def close(self) -> None:
         """Destroy the publisher."""

@@ -19,11 +19,18 @@ from typing import Callable, Iterable, Optional, Union
 
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 ParameterType)
+from rclpy.qos_overriding_options import QoSOverridingOptions, QoSPolicyKind
 
-__all__ = ['Apply', 'ParameterSpec', 'Value', 'declare_specs', 'name_error', 'split_names',
-           'unknown_parameters', 'warn_bad_names']
+__all__ = ['Apply', 'ParameterSpec', 'QOS_OVERRIDES', 'Value', 'declare_specs', 'name_error',
+           'split_names', 'unknown_parameters', 'warn_bad_names']
 
 Value = Union[bool, int, float, str]
+
+#: QoS policies a user may override with ``qos_overrides.<topic>.<entity>.<policy>``
+#: parameters at start-up: history and reliability. Not the depth, which is the node's own
+#: ``qos_depth`` (next configure): rclpy declares an override parameter once, read-only,
+#: with the first configure's value, and would give every later publisher that depth.
+QOS_OVERRIDES = QoSOverridingOptions([QoSPolicyKind.HISTORY, QoSPolicyKind.RELIABILITY])
 
 
 class Apply(str, enum.Enum):
