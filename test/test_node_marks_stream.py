@@ -243,3 +243,40 @@ def test_fragments_and_texts_sent_back_to_back_keep_their_order(ros_client):
         assert [m['heard'] for m in marks.of(kind='end')[1:]] == sent
     finally:
         assert node.stop() == 0, node.log()
+
+
+def test_max_segment_chars_set_live_cuts_the_next_streamed_reply(ojt_node, ros_client,
+                                                                 mark_listener):
+    """A reply with no punctuation is cut at ``max_segment_chars`` as set now (live).
+
+    The stream took the value of the last activate: lowered live, the reply's first piece
+    still waited for 60 characters (here: for the reply's end).
+    """
+    from rclpy.parameter import Parameter
+    from rclpy.parameter_client import AsyncParameterClient
+
+    from hayakoe_ros.node.parameters import PARAMETERS
+
+    marks = mark_listener
+    params = AsyncParameterClient(ros_client.node, ojt_node.topic(ojt_node.name))
+    assert params.wait_for_services(timeout_sec=10)
+
+    def set_limit(value):
+        result = wait_future(params.set_parameters(
+            [Parameter('max_segment_chars', value=value)]), 10).results[0]
+        assert result.successful, result.reason
+
+    reply = 'きょうはあさはやくおきてこうえんをさんぽしてからえきまえのきっさてんにいきました'
+    set_limit(16)
+    pub = _publisher(ros_client, ojt_node, 'text_stream')
+    try:
+        _stream(pub, reply, per_second=20.0)
+        pub.publish(String(data=''))
+        end = marks.wait_end(timeout=60)
+        assert end['value'] == 'succeeded' and end['heard'] == reply
+        (start,) = marks.of(end['utterance'], 'start')
+        # Queued once 16 characters and a word's margin had come, not at the reply's end.
+        assert reply.startswith(start['text']) and len(start['text']) < 34, start['text']
+    finally:
+        set_limit(PARAMETERS['max_segment_chars'].default)
+        ros_client.node.destroy_publisher(pub)

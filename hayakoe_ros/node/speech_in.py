@@ -98,7 +98,8 @@ class SpeechIn:
         """Subscribe ``text`` and ``text_stream`` and start the stream's timeout check."""
         node = self._node
         self._stream = StreamIn(self._queue_stream, self.prepare, self._marks.refused,
-                                node.get_logger(), node.get_parameter('max_segment_chars').value,
+                                node.get_logger(),
+                                lambda: node.get_parameter('max_segment_chars').value,
                                 reply_limit=lambda: node.get_parameter('max_chars').value)
         self._subs = [
             node.create_subscription(String, 'text', self._on_text, BURST_DEPTH,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 from ..speech import Utterance
 from ..text import InputError
@@ -42,7 +42,9 @@ class StreamIn:
             ``<speak>``; such a piece was parsed as SSML, or dropped as malformed).
         refused: ``refused(key, text, error)``: publish a refused reply's end mark.
         log: The node's logger.
-        max_chars: ``max_segment_chars`` (a piece with no mark is cut past it).
+        max_chars: ``max_segment_chars`` (a piece with no mark is cut past it): a number,
+            or a function that gives it, read as each reply starts (a live change then
+            applies to the next reply).
         clock: Monotonic seconds (the timeout).
         reply_limit: ``reply_limit() -> int``: the longest reply spoken (characters, the
             node's ``max_chars``, read at each fragment); what comes after is dropped
@@ -51,13 +53,14 @@ class StreamIn:
     """
 
     def __init__(self, submit: Callable, prepare: Callable, refused: Callable, log,
-                 max_chars: int = 60, clock: Callable[[], float] = time.monotonic,
+                 max_chars: Union[int, Callable[[], int]] = 60,
+                 clock: Callable[[], float] = time.monotonic,
                  reply_limit: Optional[Callable[[], int]] = None) -> None:
         self._submit = submit
         self._prepare = prepare
         self._refused = refused
         self._log = log
-        self._max_chars = max_chars
+        self._max_chars = max_chars if callable(max_chars) else lambda: max_chars
         self._clock = clock
         self._reply_limit = reply_limit
         self._lock = threading.Lock()
@@ -81,7 +84,7 @@ class StreamIn:
                 self._finish('end of reply')
                 return
             if self._assembler is None:
-                self._assembler = StreamAssembler(self._max_chars)
+                self._assembler = StreamAssembler(self._max_chars())
                 self._key, self._cut, self._continues = uuid.uuid4().hex, False, False
                 self._errors = []
             self._last = self._clock()
