@@ -129,7 +129,8 @@ class PlayerNode(LifecycleNode):
             if spec is None:
                 continue
             error = spec.check(param.value)
-            if not error and spec.apply is Apply.RELOAD and self._active:
+            if not error and spec.apply is Apply.RELOAD and self._active \
+                    and param.value != self.get_parameter(param.name).value:
                 error = (f"parameter '{param.name}' applies at the next configure; "
                          'deactivate the node first (it is active)')
             if error:

@@ -149,7 +149,8 @@ class TTSNode(TeardownNode):
                 error = spec.check(value)
                 if error:  # logged by before_set
                     return SetParametersResult(successful=False, reason=error)
-                if spec.apply is Apply.RELOAD and self._active:
+                if spec.apply is Apply.RELOAD and self._active \
+                        and value != self.get_parameter(name).value:  # a param load
                     raise ValueError(f"parameter '{name}' applies at the next configure; "
                                      'deactivate the node first (it is active)')
             if self._loader.engine is not None and {'style', 'speaker_id'} & set(changes):

@@ -170,6 +170,21 @@ def test_an_integer_for_a_double_parameter_is_taken_as_that_double(node, ros_cli
     assert 'parameter change rejected' not in node.log()[mark:]
 
 
+def test_a_next_configure_parameter_loaded_unchanged_is_accepted_while_active(node,
+                                                                              ros_client):
+    # `ros2 param load` of a dump sets every parameter: those that apply at the next
+    # configure, at their values, are no change (a change is refused: the test above).
+    params = AsyncParameterClient(ros_client.node, node.topic(node.name))
+    assert params.wait_for_services(timeout_sec=10)
+    names = ['engine', 'num_threads', 'max_chars']
+    now = [v for v in wait_future(params.get_parameters(names), 10).values]
+    values = {'engine': now[0].string_value, 'num_threads': now[1].integer_value,
+              'max_chars': now[2].integer_value}
+    mark = len(node.log())
+    assert all(r.successful for r in set_params(ros_client, node, **values)), values
+    assert 'parameter change rejected' not in node.log()[mark:]
+
+
 def test_a_malformed_parameter_request_does_not_end_the_node(node, ros_client):
     # A value of a type id no ROS type has: rclpy's parameter service raises on it.
     from rcl_interfaces.msg import Parameter as ParameterMsg, ParameterValue

@@ -133,7 +133,8 @@ class FleetNode(TeardownNode):
             else:
                 continue
             if error is None and self._active and (
-                    param.name == ROBOTS or spec is not None and spec.apply is Apply.RELOAD):
+                    param.name == ROBOTS or spec is not None and spec.apply is Apply.RELOAD) \
+                    and param.value != self.get_parameter(param.name).value:  # a param load
                 error = (f"parameter '{param.name}' applies at the next configure; "
                          'deactivate the fleet first (it is active)')
             if error:
