@@ -23,7 +23,10 @@ as the node publishes them on ``marks`` (the topic beside the action: ``--action
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import sys
+from typing import Optional
 
 
 def main(argv=None) -> int:
@@ -69,7 +72,11 @@ def main(argv=None) -> int:
         parser.error(f'--mark-types: {exc}')
     if args.marks_topic is None:
         args.marks_topic = marks_topic_for(args.action)
-    text = args.text if args.text is not None else sys.stdin.read()
+    if not args.timeout > 0 or math.isinf(args.timeout):
+        parser.error(f'--timeout: {args.timeout} is no positive number of seconds')
+    text = _utf8_text(args.text)
+    if text is None:
+        return 1
     if args.print_reading:
         from .text import InputError, reading
         from .text.userdict import UserDictionaryError
@@ -83,6 +90,11 @@ def main(argv=None) -> int:
     # From here a signal only sets a flag: the ROS imports take a few tenths of a second,
     # and a KeyboardInterrupt raised inside them was swallowed there (measured: a Ctrl-C
     # 0.15 s after the start was lost and say waited its whole --timeout).
+    if not args.no_wav:
+        problem = _unwritable(args.output)
+        if problem:  # said before the node speaks, not after: the audio would be lost
+            print(f'say: cannot write {args.output}: {problem}', file=sys.stderr)
+            return 1
     from .say_signals import catch_signals  # no ROS
 
     stop, caught = catch_signals()
@@ -91,6 +103,34 @@ def main(argv=None) -> int:
         print('say: interrupted before anything was sent', file=sys.stderr)
         return 128 + int(caught[0])
     return run(args, text, ros_args, stop, caught)
+
+
+def _utf8_text(argument: Optional[str]) -> Optional[str]:
+    """The text to speak (``argument``, else stdin read as UTF-8); None, said, if not UTF-8.
+
+    Bytes that are no UTF-8 (a Shift_JIS file piped in, a stray byte in the argument)
+    reach Python as surrogate escapes, which rclpy cannot send (a traceback before).
+    """
+    try:
+        text = argument if argument is not None else sys.stdin.buffer.read().decode('utf-8')
+        text.encode('utf-8')
+    except (UnicodeDecodeError, UnicodeEncodeError) as exc:
+        print(f'say: the text is not UTF-8 ({exc.reason} at position {exc.start}); convert it '
+              'first, e.g. iconv -f SHIFT_JIS -t UTF-8', file=sys.stderr)
+        return None
+    return text
+
+
+def _unwritable(path: str) -> str:
+    """Why the WAV file ``path`` cannot be written ('' if it can, as far as one can tell)."""
+    if os.path.isdir(path):
+        return 'it is a directory'
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        return f'no directory {folder}'
+    if not os.access(folder, os.W_OK) or os.path.exists(path) and not os.access(path, os.W_OK):
+        return 'permission denied'
+    return ''
 
 
 if __name__ == '__main__':

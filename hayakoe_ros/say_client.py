@@ -213,7 +213,9 @@ class SayClient(Node):
         Returns once the result is in and the goal's chunks still queued are taken
         (:data:`FEEDBACK_SETTLE_S` with none after the result), every chunk in
         :attr:`chunks`; ``done_at`` is when the result came. A signal cancels the goal
-        (the node stops speaking) before :class:`Interrupted` is raised.
+        (the node stops speaking) before :class:`Interrupted` is raised, and so does a
+        timeout before its :class:`TimeoutError` (a goal left speaking would hold every
+        later utterance behind it).
 
         Raises:
             TimeoutError: no action server, or no answer or result within ``timeout`` s.
@@ -230,9 +232,11 @@ class SayClient(Node):
         future = self._client.send_goal_async(goal, goal_uuid=UUID(uuid=list(goal_id)))
         self.goal_sent = True
         if not self._spin_until(future.done, timeout):
+            self._cancel(future)
             if self._stop.is_set():
-                self._cancel_after_stop(future)
-            raise TimeoutError(f'the node did not answer the goal within {timeout:.0f} s')
+                raise Interrupted()
+            raise TimeoutError(f'the node did not answer the goal within {timeout:.0f} s '
+                               '(canceled if it was accepted)')
         handle = future.result()
         if handle is None or not handle.accepted:
             raise RuntimeError('goal rejected by the node')
@@ -240,9 +244,10 @@ class SayClient(Node):
             self.timeline.set_key(bytes(handle.goal_id.uuid).hex())
         result_future = handle.get_result_async()
         if not self._spin_until(result_future.done, timeout):
+            self._cancel(future)
             if self._stop.is_set():
-                self._cancel_after_stop(future)
-            raise TimeoutError(f'no result within {timeout:.0f} s')
+                raise Interrupted()
+            raise TimeoutError(f'no result within {timeout:.0f} s; the goal was canceled')
         done_at = time.monotonic()
         self._take_queued_feedback()
         result = result_future.result()
@@ -287,14 +292,11 @@ class SayClient(Node):
             print(f"say: nothing publishes '{sub.topic_name}' (the node's marks parameter "
                   'false, or use --marks-topic): no timeline', file=sys.stderr)
 
-    def _cancel_after_stop(self, sent) -> None:
-        """Cancel the goal of ``sent`` (its send future) once it is answered; raise.
+    def _cancel(self, sent) -> None:
+        """Cancel the goal of ``sent`` (its send future) once it is answered.
 
         Both waits are bounded by :data:`CANCEL_WAIT_S` and end at once when done; with
         ``--marks`` the second also waits for the goal's ``end`` mark (what was heard).
-
-        Raises:
-            Interrupted: always.
         """
         until = time.monotonic() + CANCEL_WAIT_S
         while not sent.done() and time.monotonic() < until:
@@ -306,7 +308,6 @@ class SayClient(Node):
             while (not canceled.done() or timeline is not None and not timeline.ended) \
                     and time.monotonic() < until:
                 rclpy.spin_once(self, timeout_sec=0.05)
-        raise Interrupted()
 
 
 def run(args, text: str, ros_args: list, stop: Optional[threading.Event] = None,
@@ -351,7 +352,12 @@ def run(args, text: str, ros_args: list, stop: Optional[threading.Event] = None,
                   file=sys.stderr)
             return 1
         if not args.no_wav:
-            write_wav(args.output, audio, node.sample_rate or 44100)
+            try:
+                write_wav(args.output, audio, node.sample_rate or 44100)
+            except OSError as exc:  # checked before speaking; the disk may fill since
+                print(f'say: cannot write {args.output}: {exc.strerror or exc}',
+                      file=sys.stderr)
+                return 1
         duration = audio.size / node.sample_rate if node.sample_rate else 0.0
         ttfa = (node.first_audio_at - sent_at) if node.first_audio_at else float('nan')
         if node.last_rtf is not None:

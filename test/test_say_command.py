@@ -250,3 +250,43 @@ def test_a_say_client_behind_the_stream_still_gets_every_chunk(ojt_node, ros_cli
         client.destroy_node()
         ros_client.node.destroy_subscription(status_sub)
         ros_client.node.destroy_subscription(rec.sub)
+
+
+def test_a_timeout_cancels_the_goal_so_the_node_does_not_speak_on(ros_test_domain,
+                                                                  ros_client):
+    """The say command gives up at --timeout and cancels its goal: nothing speaks on.
+
+    It left the goal speaking (a 14 s text kept every later utterance waiting).
+    """
+    node = NodeProcess({'engine': 'openjtalk'})
+    try:
+        out = subprocess.run(
+            [sys.executable, '-m', 'hayakoe_ros.say', '--action', node.topic('say'),
+             '--no-wav', '--timeout', '2', 'とても長いお知らせです。' * 12],
+            capture_output=True, text=True, timeout=60)
+        assert out.returncode == 1, out.stderr
+        assert 'no result within 2 s; the goal was canceled' in out.stderr, out.stderr
+        assert 'Traceback' not in out.stderr, out.stderr
+        node.wait_for_log(': canceled: canceled by the client', 10)  # the utterance's line
+    finally:
+        node.stop()
+
+
+def test_say_refuses_what_it_could_not_deliver_before_speaking(tmp_path):
+    """An unwritable -o, a text that is not UTF-8, a timeout of 0: one line, no node needed.
+
+    Each was a traceback: -o after the whole utterance was spoken (its audio lost).
+    """
+    cases = [
+        (['-o', str(tmp_path / 'no' / 'x.wav'), 'こんにちは'], None, 1, 'no directory'),
+        (['-o', str(tmp_path), 'こんにちは'], None, 1, 'it is a directory'),
+        (['--no-wav'], 'こんにちは'.encode('shift_jis'), 1, 'the text is not UTF-8'),
+        (['--timeout', '0', 'こんにちは'], None, 2, 'no positive number of seconds'),
+    ]
+    for args, stdin, code, words in cases:
+        out = subprocess.run([sys.executable, '-m', 'hayakoe_ros.say', '--action',
+                              '/nowhere/say'] + args, input=stdin, capture_output=True,
+                             timeout=60)
+        err = out.stderr.decode()
+        assert out.returncode == code and words in err, (args, out.returncode, err)
+        assert 'Traceback' not in err and 'waiting for' not in err, err
