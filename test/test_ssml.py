@@ -120,6 +120,20 @@ def test_sub_say_as_and_structure():
      "cannot read 'abc' as a telephone"),
     ('<speak><prosody rate="9">はい</prosody></speak>', 'outside'),
     ('<speak><prosody pitch="high">はい</prosody></speak>', 'rate'),
+    # An attribute not supported is refused with a rate too (it was dropped unheard), and
+    # so is markup inside <sub> or <say-as> (a break, a mark, an unknown tag there were
+    # flattened away); a cardinal is a number (',' read ゼロ, '1,2,3' ヒャクニジューサン).
+    ('<speak><prosody rate="medium" pitch="high">はい</prosody></speak>',
+     '<prosody pitch> is not supported (rate only)'),
+    ('<speak><sub alias="エー">A<break time="2s"/>B</sub></speak>',
+     '<sub> takes text only, not <break>'),
+    ('<speak><say-as interpret-as="characters">ab<foo/>cd</say-as></speak>',
+     '<say-as> takes text only, not <foo>'),
+    ('<speak><say-as interpret-as="digits">12<mark name="x"/>34</say-as></speak>',
+     'not <mark>'),
+    ('<speak><say-as interpret-as="cardinal">,</say-as>個です</speak>',
+     "cannot read ',' as a cardinal"),
+    ('<speak><say-as interpret-as="cardinal">1,2,3</say-as></speak>', "cannot read '1,2,3'"),
     ('<!DOCTYPE speak [<!ENTITY a "aaaa">]><speak>&a;</speak>', 'refused'),
     ('<speak>&lt;&gt;<break time="1s"/></speak>', 'nothing speakable'),
     # Nested rates multiply (here to 1/8): the product stays within one tag's range.
@@ -128,7 +142,7 @@ def test_sub_say_as_and_structure():
     ('<speak><prosody rate="4"><prosody rate="2">はい</prosody></prosody></speak>',
      'combine to 8'),
     # Breaks in a row add up, blanks between them or not; past 10 s it is an error.
-    ('<speak>はい' + '<break time="10s"/>' * 100 + '</speak>', 'add up to 1000 s'),
+    ('<speak>はい' + '<break time="10s"/>' * 100 + 'いいえ</speak>', 'add up to 1000 s'),
     ('<speak>はい<break time="6s"/>\n <break time="6s"/>いいえ</speak>', 'add up to 12 s'),
 ])
 def test_malformed_ssml_is_an_error_naming_the_problem(text, problem):
@@ -136,6 +150,19 @@ def test_malformed_ssml_is_an_error_naming_the_problem(text, problem):
         prepare(text, 2000, 60)
     assert problem in str(err.value)
     assert err.value.code in ('bad_ssml', 'nothing_speakable')
+
+
+def test_relative_rates_and_breaks_after_the_last_word():
+    """``+50%`` is 1.5 times as fast (SSML 1.1; it was half as fast), ``-20%`` 0.8.
+
+    Breaks after the last word are not heard, so they are ignored whatever they add up to
+    (they were refused past 10 s, as between words).
+    """
+    rates = [prepare(f'<speak><prosody rate="{r}">はい</prosody></speak>', 99, 60)[1][0].rate
+             for r in ('+50%', '-20%', '150%', '1.5')]
+    assert rates == pytest.approx([1.5, 0.8, 1.5, 1.5])
+    _, segs = prepare('<speak>はい<break time="6s"/><break time="6s"/></speak>', 99, 60)
+    assert [(s.text, s.boundary) for s in segs] == [('はい', Boundary.END)]
 
 
 def test_breaks_in_a_row_add_up_and_say_as_marks_stay_out_of_the_text():

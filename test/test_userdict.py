@@ -50,6 +50,8 @@ def test_the_hayakoe_voice_reads_the_dictionary_too(dictionary, hayakoe_front_en
     ('本日\tほんじつ', 'must be katakana'),
     ('本日\tホンジツ\t9', 'accent type'),
     ('本日\tホンジツ\tx', 'accent type'),
+    ('本日\tホンジツ\t²', 'accent type'),  # a digit to isdigit(), not to int()
+    ('本日\tホンジツ\t①', 'accent type'),
     ('本 日\tホンジツ', 'spaces'),
     ('a\tb\tc\td', '4 field(s)'),
     ('x\x00y\tエックス', 'U+0000'),

@@ -113,7 +113,8 @@ def prepare(text: str, max_chars: int, max_segment_chars: int,
         raise InputError('nothing_speakable', f'nothing speakable in {text[:40]!r}')
     # Breaks in a row add up (SSML has no rule against it); past one break's limit the
     # sum is a typo or an attack, not a pause: 100 breaks of 10 s fit in 2,000 characters.
-    for seg in segments:
+    # The breaks after the last word are not heard (ignored), whatever they add up to.
+    for seg in segments[:-1]:
         if seg.break_s is not None and seg.break_s > ssml.MAX_BREAK_S:
             raise InputError('bad_ssml', f'malformed SSML: <break>s in a row add up to '
                              f'{seg.break_s:g} s after {seg.text!r}, more than '

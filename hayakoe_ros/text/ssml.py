@@ -5,7 +5,7 @@
 Supported: ``<speak>`` (root), ``<break time="500ms"/>`` / ``time="1.5s"`` /
 ``strength="..."``, ``<sub alias="...">``, ``<say-as interpret-as="characters|spell-out|
 digits|telephone|date|time|cardinal|number">`` (``format`` for a date's field order and a
-time's clock), ``<prosody rate="slow|fast|80%|1.2">``,
+X
 ``<p>`` and ``<s>`` (each ends a sentence), ``<mark name="..."/>`` (an empty element
 with a non-empty ``name`` and nothing else; where it is goes to the segment's
 :class:`~.segment.SsmlMark` objects, :mod:`.wordmarks`). Parsed with ``defusedxml`` (the standard
@@ -104,8 +104,13 @@ def _rate(value: Optional[str]) -> float:
         raise _bad('<prosody> needs a rate attribute (the only one supported)')
     value = value.strip()
     try:
-        rate = RATE_WORDS[value] if value in RATE_WORDS else (
-            float(value[:-1]) / 100.0 if value.endswith('%') else float(value))
+        if value[:1] in '+-' and value.endswith('%'):
+            # A relative change, as SSML 1.1 writes it: +50% is 1.5 times as fast
+            # (it was taken as 50 %, half as fast).
+            rate = 1.0 + float(value[:-1]) / 100.0
+        else:
+            rate = RATE_WORDS[value] if value in RATE_WORDS else (
+                float(value[:-1]) / 100.0 if value.endswith('%') else float(value))
     except ValueError:
         raise _bad(f'<prosody rate="{value}">: use x-slow..x-fast, a percentage or a '
                    'multiplier') from None
@@ -184,7 +189,7 @@ def say_as(kind: str, text: str, fmt: Optional[str] = None) -> str:
     if kind == 'telephone' and re.fullmatch(r'(?:〒\s*|\+\d{1,3}[- ]?)?[\d\-() ]*\d[\d\-() ]*',
                                             raw):
         return keep(phone_reading(raw))
-    if kind in ('cardinal', 'number') and re.fullmatch(r'-?[\d,]+', raw):
+    if kind in ('cardinal', 'number') and re.fullmatch(r'-?\d{1,3}(?:,\d{3})*|-?\d+', raw):
         value = raw.lstrip('-').replace(',', '').lstrip('0') or '0'
         if len(value) > MAX_CARDINAL_DIGITS:
             raise _bad(f'<say-as interpret-as="{kind}">: {len(value)} digits, more than '
@@ -250,6 +255,10 @@ def parse(text: str) -> list:
                     pieces.pop()  # only blanks since the last break: the breaks add up
                 if pieces[-1].text.strip():
                     pieces[-1].pause_after = (pieces[-1].pause_after or 0.0) + pause
+            elif tag in ('sub', 'say-as') and len(child):
+                # Their content is read as one (an alias, a reading): markup inside was
+                # flattened away unheard (a break, a mark, an unknown tag).
+                raise _bad(f'<{tag}> takes text only, not <{child[0].tag}>')
             elif tag == 'sub':
                 if child.get('alias') is None:
                     raise _bad('<sub> needs an alias attribute')
@@ -263,6 +272,9 @@ def parse(text: str) -> list:
                 # Nested rates multiply; the product must stay in the range one tag may
                 # ask for: ten nested x-slow asked for 1/1024 of the rate, an utterance
                 # of one kana that the engine would have made minutes long.
+                other = sorted(set(child.attrib) - {'rate'})
+                if other:  # refused as when rate is missing, not dropped unheard
+                    raise _bad(f'<prosody {other[0]}> is not supported (rate only)')
                 inner = rate * _rate(child.get('rate'))
                 if not RATE_RANGE[0] <= inner <= RATE_RANGE[1]:
                     raise _bad(f'nested <prosody> rates combine to {inner:.4g}, outside '

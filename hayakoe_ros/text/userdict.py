@@ -173,7 +173,9 @@ class UserDictionary:
                     f'{where}: reading {reading!r} must be katakana (ァ-ヴ, ー) only')
             accent = 0
             if len(fields) == 3:
-                if not fields[2].isdigit() or int(fields[2]) > morae(reading):
+                # isdecimal and ASCII: ² and ① pass isdigit() but int() refuses them.
+                if not (fields[2].isascii() and fields[2].isdecimal()) \
+                        or int(fields[2]) > morae(reading):
                     raise UserDictionaryError(
                         f'{where}: accent type {fields[2]!r} must be an integer from 0 to '
                         f'{morae(reading)} (the mora count of {reading})')
