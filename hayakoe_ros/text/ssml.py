@@ -5,7 +5,7 @@
 Supported: ``<speak>`` (root), ``<break time="500ms"/>`` / ``time="1.5s"`` /
 ``strength="..."``, ``<sub alias="...">``, ``<say-as interpret-as="characters|spell-out|
 digits|telephone|date|time|cardinal|number">`` (``format`` for a date's field order and a
-X
+time's clock), ``<prosody rate="slow|fast|80%|+50%|1.2">`` (``+50%``: 1.5 times as fast),
 ``<p>`` and ``<s>`` (each ends a sentence), ``<mark name="..."/>`` (an empty element
 with a non-empty ``name`` and nothing else; where it is goes to the segment's
 :class:`~.segment.SsmlMark` objects, :mod:`.wordmarks`). Parsed with ``defusedxml`` (the standard
