@@ -93,7 +93,11 @@ def test_every_row_of_the_readings_table(text):
     assert not _uncovered(text, words), (text, _uncovered(text, words), words)
     if not text.startswith('<'):
         for a, b in _kept_spans(text):
-            assert not any(a < w.start < b or a < w.end < b for w in words), (text, words)
+            # (a word starts after or ends before a blank the reading spans: blanks
+            # belong to no word)
+            assert not any(a < w.start < b and text[a:w.start].strip()
+                           or a < w.end < b and text[w.end:b].strip()
+                           for w in words), (text, words)
 
 
 def test_ten_thirty_is_one_word_with_its_reading():
@@ -221,6 +225,22 @@ def test_a_word_across_a_closing_tag_has_no_markup_in_its_value():
     word = next(w for w in words if '1234567' in w.value)
     assert word.value == '1234567個'
     assert markup[word.start:word.end] == '1234567</say-as>個'
+
+
+@pytest.mark.parametrize('text, values', [
+    ('123 です', ['123', 'です']),
+    ('Hello, world です', ['Hello', 'world', 'です']),
+    ('ROS 2 です', ['ROS 2', 'です']),
+    ('<speak>番号は<say-as interpret-as="digits">123</say-as> です。</speak>',
+     ['番号', 'は', '123', 'です']),
+])
+def test_a_word_ends_before_the_blank_after_it(text, values):
+    """Blanks belong to no word: a caption showed ``'123 '`` (in SSML ``123</say-as> ``)."""
+    _, words = _words(text)
+    assert [w.value for w in words] == values
+    for w in words:
+        assert text[w.start:w.end] == text[w.start:w.end].strip(), (text, w)
+        assert not text[w.start:w.end].endswith('>'), (text, w)
 
 
 def test_ssml_offsets_survive_control_characters_in_the_markup():

@@ -257,6 +257,25 @@ def _span(spans: list) -> tuple:
     return (spans[0][0], spans[0][0]) if spans else (0, 0)
 
 
+def _trimmed(text: str, start: int, stop: int, is_ssml: bool) -> tuple:
+    """``[start, stop)`` without the blanks at its ends (and, in SSML, tags after its end).
+
+    A word's span reached over the blank after it (``123 です``: ``'123 '``; in SSML
+    ``123</say-as> ``): a caption showed the blank. Blanks belong to no word.
+    """
+    lo, hi = start, stop
+    while hi > lo:
+        if text[hi - 1].isspace():
+            hi -= 1
+        elif is_ssml and text[hi - 1] == '>' and text.rfind('<', lo, hi) > lo:
+            hi = text.rfind('<', lo, hi)  # a closing tag after the word's last character
+        else:
+            break
+    while lo < hi and text[lo].isspace():
+        lo += 1
+    return (lo, hi) if hi > lo else (start, stop)
+
+
 _BREAK_RE = re.compile(r'<break\b')
 
 
@@ -324,7 +343,7 @@ def annotate(text: str, is_ssml: bool, outputs: list, segments: list) -> list:
     end = 0
     for index, g in words_at:
         start = max(g.start, end)
-        stop = max(g.end, start)
+        start, stop = _trimmed(text, start, max(g.end, start), is_ssml)
         value = text[start:stop]
         if is_ssml and '<' in value:  # a word across a tag: 1234567</say-as>個 is 1234567個
             value = _TAG_RE.sub('', value)
