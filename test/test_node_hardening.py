@@ -176,14 +176,18 @@ def test_services_and_diagnostics_answer_during_the_load_and_sigint_ends_it(
         node.stop()
 
 
-def test_a_node_that_cannot_be_built_is_a_start_failure(capsys, ros_test_domain):
+def test_a_node_that_cannot_be_built_is_a_start_failure(ros_test_domain):
     """The runner's start failure, not a traceback and exit 1 (which launch would respawn)."""
-    from hayakoe_ros.node.runner import EXIT_NOT_STARTED, run
+    import subprocess
+    import sys
 
-    def factory():
-        raise ValueError('no such node')
-
-    assert run(factory, args=['node']) == EXIT_NOT_STARTED
-    assert 'cannot start: ValueError: no such node' in capsys.readouterr().err
-    import rclpy
-    assert not rclpy.ok()  # rcl was shut down: the next run starts afresh
+    code = ('import sys\n'
+            'from hayakoe_ros.node.runner import run\n'
+            'def factory():\n'
+            '    raise ValueError("no such node")\n'
+            'sys.exit(run(factory, args=["node"]))\n')
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == EXIT_NOT_STARTED, out.stderr
+    assert 'cannot start: ValueError: no such node' in out.stderr, out.stderr
+    assert 'Traceback' not in out.stderr, out.stderr
