@@ -134,3 +134,17 @@ def test_the_node_reads_the_dictionary_at_configure(ros_client, capfd, tmp_path,
         assert reading('本日').startswith('キョウ')
     finally:
         node.destroy_node()
+
+
+def test_a_surface_given_twice_takes_its_first_row_in_any_script(tmp_path, caplog):
+    """Kanji and Latin surfaces alike (a Latin one took its last row), with a WARNING."""
+    path = tmp_path / 'twice.tsv'
+    path.write_text('本日\tキョウ\n本日\tホンジツ\nROS\tロス\nROS\tアールオーエス\n',
+                    encoding='utf-8')
+    with caplog.at_level('WARNING', logger='hayakoe_ros.text'):
+        words = UserDictionary.load(str(path))
+    assert words.replace_latin('ROSです') == 'ロスです'
+    assert [r.getMessage() for r in caplog.records] == [
+        f"user dictionary {path}:2: '本日' is on line 1 already: that first entry is used",
+        f"user dictionary {path}:4: 'ROS' is on line 3 already: that first entry is used"]
+    assert reading('本日のROS', user_dictionary=str(path)) == 'キョウノロス'

@@ -119,7 +119,9 @@ class UserDictionary:
         # the text itself, whole words only, as written or, for one written in lower
         # case, capitalised (Hayakoe at a sentence's start; an entry IT never matches it).
         latin = [e for e in self.entries if _LATIN_RE.search(e.surface)]
-        self._latin = {e.surface: e.reading for e in latin}
+        self._latin: dict = {}
+        for e in latin:  # the first of two rows with one surface, as Open JTalk takes it
+            self._latin.setdefault(e.surface, e.reading)
         for e in latin:
             if e.surface[0].islower():
                 self._latin.setdefault(e.surface[0].upper() + e.surface[1:], e.reading)
@@ -181,6 +183,11 @@ class UserDictionary:
                         f'{morae(reading)} (the mora count of {reading})')
                 accent = int(fields[2])
             entries.append(Entry(surface, reading, accent, number))
+        first: dict = {}
+        for e in entries:
+            if first.setdefault(e.surface, e) is not e:
+                _LOG.warning('user dictionary %s:%d: %r is on line %d already: that first '
+                             'entry is used', path, e.line, e.surface, first[e.surface].line)
         return cls(entries, path)
 
     def replace_latin(self, text: str) -> str:
