@@ -113,14 +113,13 @@ TABLE = """
 が空になり	がからになり
 空の箱	からの箱
 # 方 of a person after a description of who (the nouns are in PERSONS), and where a
-# reception calls the next person; 次の方へ, 次の方が早い stay ほう
+# reception calls the next person; 次の方へ, 次の方が早い, 該当する方を選ぶ stay ほう
 不自由な方	不自由なかた
 体調の悪い方	体調の悪いかた
-該当する方	該当するかた
+該当する方は	該当するカタは
 次の方どうぞ	次のかたどうぞ
 次の方、	次のかた、
 次の方は	次のカタは
-次の方を	次のかたを
 # weather: 一時 雨 (for a while, rain: あめ, Open JTalk: う), 晴れ後曇り (のち: ご)
 一時雨	一時あめ
 れ後曇り	れのち曇り
@@ -147,6 +146,7 @@ B組	ビーぐみ
 二人暮らし	二人ぐらし
 二人部屋	二人べや
 一人部屋	一人べや
+二人組み	ふたりぐみ
 二人組	ふたりぐみ
 更衣	こうい
 """
@@ -178,8 +178,9 @@ def parse(table: str) -> dict:
 PERSONS = ('御用', 'ご用', '担当', '係', 'ご家族', '関係者', 'ご希望', '初めて', 'お待ち',
            'ご利用', 'お急ぎ', 'お連れ', '該当', 'ご来場', 'ご来店', 'ご予約', 'お持ち', '保護者',
            '車椅子', 'お子様連れ', 'お越し', 'ご参加', 'ご来院', 'お申し込み', 'お困り',
-           '高齢', '妊娠中', '外国人', 'スタッフ', '係員', '以上', '以下', '未満',
-           # 60歳以上の方, 小学生以下の方: a row does not match after a kanji.
+           '高齢', '妊娠中', '外国人', 'スタッフ', '係員',
+           # 60歳以上の方, 小学生以下の方 (not a bare 以上の方: 3つ以上の方が安い is ほう);
+           # a row does not match after a kanji.
            '歳以上', '歳以下', '歳未満', '才以上', '才以下', '小学生以下', '中学生以下',
            # 15番の方 (a number called), never 順番の方: a row does not match after a kanji.
            '番')

@@ -76,14 +76,25 @@ _WEEKDAY_RANGE_RE = re.compile(
 
 # Weekdays listed (月・水・金, 土・日・祝, 月水金, 毎週火・金曜日): each its on-reading, as in
 # ranges (they were ツキ・ミズ・キン, オマケキン). A list joined by ・ (祝 may be an item) or
-# three or more weekdays written together; a last weekday before 曜 stays (金曜日).
+# three or more weekdays written together; a last weekday before 曜 stays (金曜日). Not a
+# list of things: one going on (水・土・日光, 木・金・銀, お金・土地) or of two with no day
+# around it (火・水の取り扱い; 土・日は休み, 月・水曜日 and 日・祝 are days).
 _WEEKDAY_LIST_RE = re.compile(r'(?:(?<![一-鿿])|(?<=週))(?:%s(?:・(?:%s|祝))+|%s{3,7})'
                               % (_WD, _WD, _WD))
+_KANJI_AFTER_RE = re.compile('[一-鿿](?<![曜祝休定営診開閉限])')
+_DAY_AFTER_RE = re.compile('曜|祝|休|定休|営業|診療|開館|閉館|限定|のみ|は休|は定休|は営業|'
+                           'は診療|は休み')
 
 
 def _weekday_list(m: re.Match) -> str:
-    items = m.group(0)
-    last = len(items) - 1 if m.string[m.end():m.end() + 1] == '曜' else len(items)
+    items, after = m.group(0), m.string[m.end():m.end() + 2]
+    if after[:1] == '・' or _KANJI_AFTER_RE.match(after):
+        return items  # a list of things goes on (水・土・日光, 木・金・銀)
+    if items.count('・') == 1 and '祝' not in items and not _DAY_AFTER_RE.match(after) \
+            and not m.string[max(0, m.start() - 2):m.start()].endswith(
+                ('週', '日は', '日:', 'みは')):  # 毎週火・金, 定休日は水・日
+        return items  # two with no day around them: 火・水の取り扱い
+    last = len(items) - 1 if after[:1] == '曜' else len(items)
     return ''.join(WEEKDAYS.get(c, c) if i < last else c for i, c in enumerate(items))
 
 
@@ -146,10 +157,12 @@ _KUMI_PARTY = {'1': 'ひと', '2': 'ふた'}
 # People counted into a room, a seat, a household or a group: the counter voices (2人部屋
 # ふたりべや, 4人掛け よにんがけ, 2人暮らし ふたりぐらし, 2人組 ふたりぐみ; Open JTalk: ヘヤ,
 # カケ, クラシ, ニニングミ), and 2人1組 counts the group the native way (ひとくみ).
-_PEOPLE_COMPOUND_RE = re.compile(r'(?<![\d.,])(\d+)人(部屋|掛け|掛|暮らし|組(?![合織み長]))')
-_VOICED = {'部屋': 'べや', '掛け': 'がけ', '掛': 'がけ', '暮らし': 'ぐらし', '組': 'ぐみ'}
+_PEOPLE_COMPOUND_RE = re.compile(r'(?<![\d.,])(\d+)人(部屋|掛け|掛(?![かり])|暮らし|組み|'
+                                 r'組(?![合織み長]))')
+_VOICED = {'部屋': 'べや', '掛け': 'がけ', '掛': 'がけ', '暮らし': 'ぐらし', '組': 'ぐみ',
+           '組み': 'ぐみ'}
 # An era's initial before a year, as forms write it: R8年 令和8年 (it was アールハチネン).
-_ERA_RE = re.compile(r'(?<![A-Za-z0-9])([RHS])(?=\d{1,2}年)')
+_ERA_RE = re.compile(r'(?<![A-Za-z0-9-])([RHS])(?=\d{1,2}年(?!齢))')  # not R18年齢認証
 _ERAS = {'R': '令和', 'H': '平成', 'S': '昭和'}
 # A weekday in brackets after a date: 1日(月) ツイタチゲツヨービ, not ツキ.
 # After 日, or after a date's reading (12/6(土): 十二月六日 between no-cut marks).

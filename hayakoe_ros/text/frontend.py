@@ -86,9 +86,13 @@ _DATE_YM_RE = re.compile(r'(?<![\d/.-])((?:19|20)\d\d)/(1[0-2]|0?[1-9])(?![\d/])
 # Floors as signs write them: 3F 三階, B1F 地下一階 (they were サンエフ, ビーイチエフ).
 _FLOOR_RE = re.compile(r'(?<![A-Za-z0-9.])(B)?(\d{1,3})F(?![A-Za-z0-9])'
                        r'|(?<![A-Za-z0-9.])(B)(\d{1,2})(?=階)')  # B1階: 地下一階
-# Not after a hyphen but one after a date or a weekday (12/6-12/8, 12/6(土)-12/8).
-_DATE_MD_RE = re.compile(r'(?<![\d/.])(?<!\d:)(?:(?<!-)|(?<=[)）]-)|(?<=/\d-)|(?<=/\d\d-))'
-                         r'(\d{1,2})/(\d{1,2})(?![\d/])')
+# Not after a hyphen but one after a date or a weekday (12/6-12/8, 12/6(土)-12/8), nor
+# after a colon but a date's label's (期限:3/31; 確率:1/3 is a fraction).
+_DATE_LABELS = ('期限', '締切', '締め切り', '日時', '日付', '日程', '期間', '開催日', '予約日',
+                '発売日', '予定日', '開催', '受付')
+_DATE_MD_RE = re.compile(r'(?:(?<![\d/.:])|%s)(?:(?<!-)|(?<=[)）]-)|(?<=/\d-)|(?<=/\d\d-))'
+                         r'(\d{1,2})/(\d{1,2})(?![\d/])' % '|'.join(
+                             f'(?<={w}:)' for w in _DATE_LABELS))
 _TIME_RE = re.compile(r'(午前|午後|AM|PM|am|pm)?\s*(?<!\d)(?<!\d:)(\d{1,2}):(\d{2})'
                       r'(?::(\d{2}))?(?![\d:])'
                       r'(?:\s*([AaPp])\.?[Mm]\.?(?![A-Za-z]))?')
@@ -139,7 +143,8 @@ _DECIMAL_COUNTER = {'日': 'ニチ', '分': 'フン', '歳': 'サイ'}
 # so are numbers between nakaguro before a counter (1・2階, 5・6年生, 1・3・5番) or after 第
 # (第1・3土曜日), which Open JTalk read as a decimal point; 3・11 (a date's name) stays.
 _NUMBERS_SPACE_RE = re.compile(r'(?<=\d)(?:[ \u3000]+|・(?=\d{1,3}(?:・\d{1,3})*%s)'
-                               r'|(?:(?<=第\d)|(?<=第\d\d))・)(?=\d)'
+                               r'|・(?=\d{1,3}・\d)|(?:(?<=第\d)|(?<=第\d\d)|(?<=\d・\d)'
+                               r'|(?<=\d・\d\d))・)(?=\d)'
                                % '[階年人回個本枚日月号番位歳組章時分]')
 _JA_SPACE_RE = re.compile(r'(?<=[^\x00-\x7f])[ \u3000]+(?=[^\x00-\x7f])')
 # A number's reading, a blank, then a word that starts with a kanji numeral (Room 5 一番奥,
@@ -292,7 +297,15 @@ def _hours_ampm(m: re.Match) -> str:
     return keep(f'{first}から{second}') if first and second else m.group(0)
 
 
+#: Labels whose colon comes before a duration or a score, not a clock time (所要時間:1:30,
+#: 対戦成績:2:10): left as they were written (a label in Latin letters too: Note:3:16).
+_NO_CLOCK_LABEL_RE = re.compile(r'(?:(?:所要|再生|残り|持ち|待ち|制限|経過|録画|通話|使用|稼働'
+                                r'|充電)時間|タイム|記録|成績|結果|[A-Za-z]):$')
+
+
 def _time(m: re.Match) -> str:
+    if _NO_CLOCK_LABEL_RE.search(m.string, max(0, m.start(2) - 8), m.start(2)):
+        return m.group(0)
     reading = _clock(m)
     return m.group(0) if reading is None else keep(reading)
 
@@ -339,12 +352,19 @@ def english_run_words(run: str) -> list:
 
     ``''.join`` of it is what :func:`normalize` puts in the run's place. Among other
     words ``a`` before another is the article, ア (Have a nice day; the letter エー alone,
-    as in a=b, or last, as in Plan a).
+    as in a=b, last, as in Plan a, or among letters: a or b, a b c).
     """
     words = join_thank_you(run).split()
     caps = len(words) > 1 and all(w.isupper() for w in words)  # a sign: TAKE OUT
-    return ['サンキュー' if w.lower() == 'thank-you' else 'ア' if w == 'a' and i < len(words) - 1
+    return ['サンキュー' if w.lower() == 'thank-you' else 'ア' if _article(words, i)
             else english.to_katakana(w, caps) for i, w in enumerate(words)]
+
+
+def _article(words: list, i: int) -> bool:
+    """Whether ``words[i]`` is the article a: before a word, not a letter (a or b, a b c)."""
+    after = words[i + 1].lower() if i + 1 < len(words) else ''
+    return words[i] == 'a' and len(after) > 1 and after not in ('or', 'and', 'to') \
+        and not (i and len(words[i - 1]) == 1)
 
 
 def _english_run(m: re.Match) -> str:
@@ -365,7 +385,7 @@ def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> 
     """
     text = compat_normalize(chars.pictographs(text))
     text = corrections.apply(chars.rewrite(symbols.markdown(text)), userdict.active())
-    text = phones.dashes(text)
+    text = quantities.durations(phones.dashes(text))
     text = _URL_RE.sub(_url, text)
     text = _EMAIL_RE.sub(_email, text)
     text = _PADDED_RE.sub('', text)

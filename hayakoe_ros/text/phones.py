@@ -29,11 +29,13 @@ PHONE_RE = re.compile(r'(?<![\d-])(?:\+81[- ]?)?\(?0\d{1,4}\)?[- ]?\d{1,4}-\d{3,
                       r'|(?<![\d-])0\d{1,4}\(\d{1,4}\)\d{3,4}(?![\d-])')
 
 
-# A minus sign or a Unicode hyphen between the groups of a phone number or a postal code,
-# as some input methods write them (03−1234−5678, 〒100−0001: they were read as
-# subtraction, ゼロサンヒク...): three or four groups, or a postal code after 〒.
-_DASHES_RE = re.compile(r'(?<![\d.−‐‑])\d{1,5}(?:[−‐‑]\d{1,4}){2,3}(?![\d−‐‑])'
-                        r'|(?<=〒)\s*\d{3}[−‐‑]\d{4}(?!\d)')
+# A minus sign or a Unicode hyphen between the groups of a phone number, an address or a
+# postal code, as some input methods write them (03−1234−5678, 〒100−0001: they were read
+# as subtraction, ゼロサンヒク...): three or four groups that start with 0 or come right
+# after a place name's kanji (六本木6−10−1), or a postal code after 〒; 10−3−2 stays
+# arithmetic.
+_DASHES_RE = re.compile(r'(?:(?<![\d.−‐‑])(?=0)|(?<=[一-鿿]))\d{1,5}(?:[−‐‑]\d{1,4}){2,3}'
+                        r'(?![\d−‐‑])|(?<=〒)\s*\d{3}[−‐‑]\d{4}(?!\d)')
 
 
 def dashes(text: str) -> str:

@@ -103,18 +103,30 @@ _DURATION_RE = re.compile(r'(?<![A-Za-z0-9.])(\d+)\s*(?:h(?:(\d{1,2})m(?:in)?)?|
                           r'(?![A-Za-z0-9/])')
 # 何 before a unit: how many of it (何kg なんキログラム; it was ナンケージー).
 _HOW_MANY_RE = re.compile(r'何(%s)(?![A-Za-z0-9])' % '|'.join(
-    re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if u[0].isalpha()))
+    re.escape(u) for u in sorted(UNITS, key=len, reverse=True)
+    if u[0].isalpha() and u not in ('L', 'A', 'V', 'W', 'l', 't')))  # 何L, 何A: a size, a class
 
 
 def _duration(m: re.Match) -> str:
     if m.group(3):
         return m.group(1) + ('分' if m.group(3) == 'min' else '秒')
+    around = m.string[max(0, m.start() - 1):m.start()] + m.string[m.end():m.end() + 1]
+    if not m.group(2) and any(c in '-–~〜' for c in around):
+        return m.group(1) + '時'  # hours of a day: 9h-18h, 8h〜17h
     return m.group(1) + '時間' + (m.group(2) + '分' if m.group(2) else '')
 
 
+def durations(text: str) -> str:
+    """``5min`` -> 5分, ``2h`` -> 2時間, ``1h30m`` -> 1時間30分, ``9h-18h`` -> 9時-18時.
+
+    Applied before times, dates and ranges, which then read the counters as written so.
+    """
+    return _DURATION_RE.sub(_duration, text) if 'h' in text or 'min' in text \
+        or 'sec' in text else text
+
+
 def measures(text: str, keep) -> str:
-    """Speeds, temperatures, angles and durations to their readings (before the ranges)."""
-    text = _DURATION_RE.sub(_duration, text)
+    """Speeds, temperatures and angles to their readings (before the ranges)."""
     if '何' in text:
         text = _HOW_MANY_RE.sub(lambda m: keep('なん' + UNITS[m.group(1)]), text)
     text = _SPEED_RE.sub(lambda m: _speed(m, keep), text)
