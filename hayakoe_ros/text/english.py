@@ -29,7 +29,7 @@ LETTERS = {
 
 #: One-letter words not read as the letter's name: C, whose シー Open JTalk takes on its
 #: own for "sea" (スィー: ビタミンC, C棟); シイ is the letter's sound (in a longer
-#: spelling, CSV, ABC, it reads シー right). The article a: :func:`.frontend.english_run_words`.
+#: spelling, CSV, ABC, it reads シー right). The article a: :func:`run_words`.
 ALONE = {'C': 'シイ', 'c': 'シイ'}
 
 #: Acronym length: an unknown all-capital word up to this long is spelled.
@@ -170,3 +170,28 @@ def clear_cache() -> None:
     """Forget cached dictionary lookups (call after the user dictionary changes)."""
     _native.cache_clear()
     to_katakana.cache_clear()
+
+
+def join_thank_you(run: str) -> str:
+    """``run`` with every "thank you" made one word, ``thank-you`` (same length)."""
+    return re.sub(r'(?i)\bthank you\b', 'thank-you', run)
+
+
+def run_words(run: str) -> list:
+    """The reading of each word of a run of English words (``thank you`` is one word).
+
+    ``''.join`` of it is what :func:`.frontend.normalize` puts in the run's place. Among
+    other words ``a`` before another is the article, ア (Have a nice day; the letter エー
+    alone, as in a=b, last, as in Plan a, or among letters: a or b, a b c).
+    """
+    words = join_thank_you(run).split()
+    caps = len(words) > 1 and all(w.isupper() for w in words)  # a sign: TAKE OUT
+    return ['サンキュー' if w.lower() == 'thank-you' else 'ア' if _article(words, i)
+            else to_katakana(w, caps) for i, w in enumerate(words)]
+
+
+def _article(words: list, i: int) -> bool:
+    """Whether ``words[i]`` is the article a: before a word, not a letter (a or b, a b c)."""
+    after = words[i + 1].lower() if i + 1 < len(words) else ''
+    return words[i] == 'a' and len(after) > 1 and after not in ('or', 'and', 'to') \
+        and not (i and len(words[i - 1]) == 1)

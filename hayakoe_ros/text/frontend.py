@@ -337,38 +337,13 @@ def _number(m: re.Match) -> str:
     return keep(reading)
 
 
-def join_thank_you(run: str) -> str:
-    """``run`` with every "thank you" made one word, ``thank-you`` (same length)."""
-    return re.sub(r'(?i)\bthank you\b', 'thank-you', run)
-
-
 def english_run_match(text: str) -> bool:
     """Whether ``text`` is one run of English words as :func:`normalize` reads them."""
     return _ENGLISH_RUN_RE.fullmatch(text) is not None
 
 
-def english_run_words(run: str) -> list:
-    """The reading of each word of a run of English words (``thank you`` is one word).
-
-    ``''.join`` of it is what :func:`normalize` puts in the run's place. Among other
-    words ``a`` before another is the article, ア (Have a nice day; the letter エー alone,
-    as in a=b, last, as in Plan a, or among letters: a or b, a b c).
-    """
-    words = join_thank_you(run).split()
-    caps = len(words) > 1 and all(w.isupper() for w in words)  # a sign: TAKE OUT
-    return ['サンキュー' if w.lower() == 'thank-you' else 'ア' if _article(words, i)
-            else english.to_katakana(w, caps) for i, w in enumerate(words)]
-
-
-def _article(words: list, i: int) -> bool:
-    """Whether ``words[i]`` is the article a: before a word, not a letter (a or b, a b c)."""
-    after = words[i + 1].lower() if i + 1 < len(words) else ''
-    return words[i] == 'a' and len(after) > 1 and after not in ('or', 'and', 'to') \
-        and not (i and len(words[i - 1]) == 1)
-
-
 def _english_run(m: re.Match) -> str:
-    return ''.join(english_run_words(m.group(0)))
+    return ''.join(english.run_words(m.group(0)))
 
 
 def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> str:

@@ -29,7 +29,7 @@ import re
 import unicodedata
 from typing import Optional
 
-from . import frontend
+from . import english, frontend
 from .checks import _ANSI_RE, SPEAKABLE_RE
 
 _REGION = '\ue002'   # stands for one reading in the aligned output; never in a source
@@ -352,9 +352,9 @@ def _split_english(src: str, text: str, tokens: list, whole: tuple, spans: list)
     if ' ' not in run or not frontend.english_run_match(run):
         return [((a, b), whole)]
     lead = len(src) - len(src.lstrip())
-    readings = frontend.english_run_words(run)
+    readings = english.run_words(run)
     words = [(m.start() + lead, m.end() + lead) for m in
-             re.finditer(r'\S+', frontend.join_thank_you(run))]
+             re.finditer(r'\S+', english.join_thank_you(run))]
     if ''.join(readings) != text[a:b] or len(words) != len(readings):
         return [((a, b), whole)]
     parts = []
