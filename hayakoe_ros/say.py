@@ -122,14 +122,22 @@ def _utf8_text(argument: Optional[str]) -> Optional[str]:
 
 
 def _unwritable(path: str) -> str:
-    """Why the WAV file ``path`` cannot be written ('' if it can, as far as one can tell)."""
-    if os.path.isdir(path):
-        return 'it is a directory'
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        return f'no directory {folder}'
-    if not os.access(folder, os.W_OK) or os.path.exists(path) and not os.access(path, os.W_OK):
-        return 'permission denied'
+    """Why the WAV file ``path`` cannot be written ('' if it can).
+
+    Opened for appending, as the write will open it (``os.access`` says yes to root
+    everywhere, ``/proc`` included); a file this made is removed again, so that nothing
+    is left when the goal does not succeed.
+    """
+    if not path:
+        return 'an empty file name'
+    existed = os.path.lexists(path)
+    try:
+        with open(path, 'ab'):
+            pass
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if not existed:
+        os.remove(path)
     return ''
 
 

@@ -73,9 +73,11 @@ MARKS_DEPTH = 1000
 def write_wav(path: str, samples: np.ndarray, sample_rate: int) -> None:
     """Write mono int16 PCM ``samples`` (shape ``(n,)``) to a WAV file at ``sample_rate`` Hz.
 
-    Uses the standard library's :mod:`wave` writer.
+    Uses the standard library's :mod:`wave` writer, on a file opened first (a path that
+    cannot be opened raises :class:`OSError` alone: ``wave.open(path)`` then also printed
+    an exception of its own ``__del__``).
     """
-    with wave.open(path, 'wb') as wav:
+    with open(path, 'wb') as out, wave.open(out, 'wb') as wav:
         wav.setnchannels(1)
         wav.setsampwidth(2)
         wav.setframerate(int(sample_rate))

@@ -278,8 +278,13 @@ def test_say_refuses_what_it_could_not_deliver_before_speaking(tmp_path):
     Each was a traceback: -o after the whole utterance was spoken (its audio lost).
     """
     cases = [
-        (['-o', str(tmp_path / 'no' / 'x.wav'), 'こんにちは'], None, 1, 'no directory'),
-        (['-o', str(tmp_path), 'こんにちは'], None, 1, 'it is a directory'),
+        (['-o', str(tmp_path / 'no' / 'x.wav'), 'こんにちは'], None, 1,
+         'No such file or directory'),
+        (['-o', str(tmp_path), 'こんにちは'], None, 1, 'Is a directory'),
+        (['-o', str(tmp_path / 'no') + '/', 'こんにちは'], None, 1, 'Is a directory'),
+        (['-o', '', 'こんにちは'], None, 1, 'an empty file name'),
+        # root may write anywhere by os.access; /proc takes no new file all the same
+        (['-o', '/proc/x.wav', 'こんにちは'], None, 1, 'cannot write /proc/x.wav'),
         (['--no-wav'], 'こんにちは'.encode('shift_jis'), 1, 'the text is not UTF-8'),
         (['--timeout', '0', 'こんにちは'], None, 2, 'no positive number of seconds'),
     ]
@@ -290,3 +295,4 @@ def test_say_refuses_what_it_could_not_deliver_before_speaking(tmp_path):
         err = out.stderr.decode()
         assert out.returncode == code and words in err, (args, out.returncode, err)
         assert 'Traceback' not in err and 'waiting for' not in err, err
+    assert list(tmp_path.iterdir()) == []  # the check leaves no file behind
