@@ -137,3 +137,24 @@ def test_player_qos_depth_applies_at_the_next_configure(context, monkeypatch):
     finally:
         node.trigger_deactivate()
         node.destroy_node()
+
+
+def test_the_fleet_takes_the_shared_config_s_relay_settings_without_a_warning(context,
+                                                                             capfd):
+    """config/tts.yaml sets offboard_* for tts_node; tts_fleet read it at every start.
+
+    Those names got an "unknown parameter" WARN each time; a real typo still gets one.
+    """
+    from rclpy.parameter import Parameter
+
+    from hayakoe_ros.fleet.node import FleetNode
+
+    capfd.readouterr()
+    node = FleetNode(context=context, parameter_overrides=[
+        Parameter('offboard_action', value=''), Parameter('offboard_timeout_s', value=2.0),
+        Parameter('offboard_stall_s', value=1.0), Parameter('volum', value=1.0)])
+    try:
+        warnings = _warnings(capfd)
+        assert len(warnings) == 1 and "unknown parameter 'volum'" in warnings[0], warnings
+    finally:
+        node.destroy_node()

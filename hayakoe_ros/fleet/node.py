@@ -73,8 +73,10 @@ class FleetNode(TeardownNode):
         self._lock = threading.Lock()
         self.add_pre_set_parameters_callback(self._before_set_parameters)
         self.add_on_set_parameters_callback(self._on_set_parameters)
-        self._config_errors = declare_all(self, FLEET_PARAMETERS,
-                                          tuple(ROBOT_PARAMETERS) + (ROBOTS,))
+        # The robots' own parameters, and a robot's relay settings that the shared
+        # tts.yaml sets for tts_node (the fleet's robots relay to nobody), are no typo.
+        self._config_errors = declare_all(self, FLEET_PARAMETERS, tuple(ROBOT_PARAMETERS)
+                                          + OFFBOARD_PARAMETERS + (ROBOTS,))
         try:
             self.declare_parameter(ROBOTS, Parameter.Type.STRING_ARRAY, robots_descriptor())
         except Exception as exc:  # a start-up value of the wrong type, e.g. robots:=r1
