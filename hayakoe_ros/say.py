@@ -106,7 +106,7 @@ def main(argv=None) -> int:
 
 
 def _utf8_text(argument: Optional[str]) -> Optional[str]:
-    """The text to speak (``argument``, else stdin read as UTF-8); None, said, if not UTF-8.
+    """The text to speak (``argument``, else stdin as UTF-8); None, said, if not UTF-8 or NUL.
 
     Bytes that are no UTF-8 (a Shift_JIS file piped in, a stray byte in the argument)
     reach Python as surrogate escapes, which rclpy cannot send (a traceback before).
@@ -114,6 +114,10 @@ def _utf8_text(argument: Optional[str]) -> Optional[str]:
     try:
         text = argument if argument is not None else sys.stdin.buffer.read().decode('utf-8')
         text.encode('utf-8')
+        if '\0' in text:  # ROS strings end at a NUL: the rest was dropped unsaid
+            print(f'say: the text holds a NUL character (U+0000) at position '
+                  f'{text.index(chr(0))}', file=sys.stderr)
+            return None
     except (UnicodeDecodeError, UnicodeEncodeError) as exc:
         print(f'say: the text is not UTF-8 ({exc.reason} at position {exc.start}); convert it '
               'first, e.g. iconv -f SHIFT_JIS -t UTF-8', file=sys.stderr)

@@ -197,7 +197,7 @@ class SayClient(Node):
                       'seen yet: is tts_node running and active?)', file=sys.stderr)
                 said_waiting = True
             if now >= deadline:
-                raise TimeoutError(f"no '{name}' action server within {timeout:.0f} s "
+                raise TimeoutError(f"no '{name}' action server within {timeout:g} s "
                                    '(is tts_node running and active?)')
             rclpy.spin_once(self, timeout_sec=0.05)
 
@@ -237,7 +237,7 @@ class SayClient(Node):
             self._cancel(future)
             if self._stop.is_set():
                 raise Interrupted()
-            raise TimeoutError(f'the node did not answer the goal within {timeout:.0f} s '
+            raise TimeoutError(f'the node did not answer the goal within {timeout:g} s '
                                '(canceled if it was accepted)')
         handle = future.result()
         if handle is None or not handle.accepted:
@@ -249,7 +249,7 @@ class SayClient(Node):
             self._cancel(future)
             if self._stop.is_set():
                 raise Interrupted()
-            raise TimeoutError(f'no result within {timeout:.0f} s; the goal was canceled')
+            raise TimeoutError(f'no result within {timeout:g} s; the goal was canceled')
         done_at = time.monotonic()
         self._take_queued_feedback()
         result = result_future.result()

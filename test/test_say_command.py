@@ -287,6 +287,8 @@ def test_say_refuses_what_it_could_not_deliver_before_speaking(tmp_path):
         (['-o', '/proc/x.wav', 'こんにちは'], None, 1, 'cannot write /proc/x.wav'),
         (['--no-wav'], 'こんにちは'.encode('shift_jis'), 1, 'the text is not UTF-8'),
         (['--timeout', '0', 'こんにちは'], None, 2, 'no positive number of seconds'),
+        # A ROS string ends at a NUL: what came after it was dropped unsaid.
+        (['--no-wav'], 'はい\0いいえ'.encode(), 1, 'a NUL character (U+0000) at position 2'),
     ]
     for args, stdin, code, words in cases:
         out = subprocess.run([sys.executable, '-m', 'hayakoe_ros.say', '--action',

@@ -163,6 +163,13 @@ def test_relative_rates_and_breaks_after_the_last_word():
     assert rates == pytest.approx([1.5, 0.8, 1.5, 1.5])
     _, segs = prepare('<speak>はい<break time="6s"/><break time="6s"/></speak>', 99, 60)
     assert [(s.text, s.boundary) for s in segs] == [('はい', Boundary.END)]
+    # xml:lang is no prosody attribute; -0 is zero; a sentence's own 。 is not doubled.
+    assert prepare('<speak><prosody xml:lang="ja" rate="fast">はい</prosody></speak>',
+                   99, 60)[1][0].rate == 1.25
+    assert prepare('<speak><say-as interpret-as="cardinal">-0</say-as></speak>',
+                   99, 60)[0] == 'ゼロ'
+    assert prepare('<speak><p><s>おはようございます。</s><s>暑いです</s></p></speak>',
+                   99, 60)[0] == 'おはようございます。暑いです。'
 
 
 def test_breaks_in_a_row_add_up_and_say_as_marks_stay_out_of_the_text():

@@ -99,6 +99,10 @@ def _break_s(el) -> float:
     return BREAK_STRENGTH[strength]
 
 
+_XML_NS = '{http://www.w3.org/XML/1998/namespace}'
+_SENTENCE_ENDS = ('。', '！', '？', '!', '?', '.', '．')
+
+
 def _rate(value: Optional[str]) -> float:
     if value is None:
         raise _bad('<prosody> needs a rate attribute (the only one supported)')
@@ -194,7 +198,8 @@ def say_as(kind: str, text: str, fmt: Optional[str] = None) -> str:
         if len(value) > MAX_CARDINAL_DIGITS:
             raise _bad(f'<say-as interpret-as="{kind}">: {len(value)} digits, more than '
                        f'{MAX_CARDINAL_DIGITS} (interpret-as="digits" reads them one by one)')
-        return keep(('マイナス' if raw.startswith('-') else '') + cardinal(int(value)))
+        sign = 'マイナス' if raw.startswith('-') and value != '0' else ''  # -0 is zero
+        return keep(sign + cardinal(int(value)))
     if kind == 'date':
         return keep(_date(text, raw, fmt))
     if kind == 'time':
@@ -272,7 +277,8 @@ def parse(text: str) -> list:
                 # Nested rates multiply; the product must stay in the range one tag may
                 # ask for: ten nested x-slow asked for 1/1024 of the rate, an utterance
                 # of one kana that the engine would have made minutes long.
-                other = sorted(set(child.attrib) - {'rate'})
+                other = sorted(a for a in set(child.attrib) - {'rate'}
+                               if not a.startswith(_XML_NS))  # xml:lang is no prosody
                 if other:  # refused as when rate is missing, not dropped unheard
                     raise _bad(f'<prosody {other[0]}> is not supported (rate only)')
                 inner = rate * _rate(child.get('rate'))
@@ -284,7 +290,8 @@ def parse(text: str) -> list:
                 _check_mark(child)
             elif tag in ('p', 's'):
                 walk(child, rate)
-                add('。', rate)
+                if not pieces[-1].text.rstrip().endswith(_SENTENCE_ENDS):
+                    add('。', rate)  # not a second one: <s>…。</s> said 。。 in the result
             else:
                 raise _bad(f'<{tag}> is not supported (speak, break, sub, say-as, prosody, '
                            'p, s, mark)')
