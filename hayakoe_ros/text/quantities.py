@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: AGPL-3.0-or-later
 """Quantities: speeds, temperatures, amounts of money, percentages and units (no ROS).
 
-Called by :func:`.frontend.normalize` on text that still holds ASCII digits, around its
-bare-number ranges: :func:`measures` before them (``5m/s``, ``-5°C``, ``45°``: their
+Called by :func:`.frontend.normalize` on text that still holds ASCII digits: first
+:func:`durations` (``5min``, ``2h``: the Japanese counter), then, around its
+bare-number ranges, :func:`measures` before them (``5m/s``, ``-5°C``, ``45°``: their
 reading then joins a range as a kept reading), :func:`amounts` after (``$5M``, ``-3%``,
 ``10kg``). Each reading is wrapped in the front end's no-cut marks (``keep``). A sign
 before a number is read (``-3%`` was サンパーセント: the meaning flipped).
