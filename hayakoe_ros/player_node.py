@@ -39,7 +39,7 @@ from rclpy.subscription import Subscription
 from std_msgs.msg import String
 
 from .node.param_spec import (QOS_OVERRIDES, Apply, ParameterSpec, declare_specs,
-                              warn_bad_names)
+                              next_configure_error, warn_bad_names)
 from .node.runner import run
 from .node.status import publish_status
 from .node.decode import decode
@@ -129,10 +129,8 @@ class PlayerNode(LifecycleNode):
             if spec is None:
                 continue
             error = spec.check(param.value)
-            if not error and spec.apply is Apply.RELOAD and self._active \
-                    and param.value != self.get_parameter(param.name).value:
-                error = (f"parameter '{param.name}' applies at the next configure; "
-                         'deactivate the node first (it is active)')
+            if not error and spec.apply is Apply.RELOAD:
+                error = next_configure_error(self, param.name, param.value, self._active)
             if error:
                 self.get_logger().warning(f'parameter change rejected: {error}')
                 return SetParametersResult(successful=False, reason=error)

@@ -43,7 +43,7 @@ from .engines import UnknownStyleError
 from .node import log_bridge
 from .node.audio_out import AudioOut
 from .node.marks_out import MarksOut
-from .node.param_spec import split_names
+from .node.param_spec import next_configure_error, split_names
 from .node.speech_in import SpeechIn
 from .node.diagnostics import (Snapshot, SpeechStats, build_status, rate_values,
                                twin_count)
@@ -149,10 +149,10 @@ class TTSNode(TeardownNode):
                 error = spec.check(value)
                 if error:  # logged by before_set
                     return SetParametersResult(successful=False, reason=error)
-                if spec.apply is Apply.RELOAD and self._active \
-                        and value != self.get_parameter(name).value:  # a param load
-                    raise ValueError(f"parameter '{name}' applies at the next configure; "
-                                     'deactivate the node first (it is active)')
+                error = (next_configure_error(self, name, value, self._active)
+                         if spec.apply is Apply.RELOAD else '')
+                if error:
+                    raise ValueError(error)
             if self._loader.engine is not None and {'style', 'speaker_id'} & set(changes):
                 self._loader.engine.check_voice(self._voice(changes))
             scheduler = self._scheduler

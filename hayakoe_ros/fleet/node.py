@@ -34,7 +34,7 @@ from ..engines.shared import SharedEngine
 from ..node import log_bridge
 from ..node.engine_loader import EngineLoader, EngineSource
 from ..node.executor_wait import caught_up
-from ..node.param_spec import Apply, warn_bad_names
+from ..node.param_spec import Apply, next_configure_error, warn_bad_names
 from ..node.parameters import (FLEET_PARAMETERS, OFFBOARD_PARAMETERS, ROBOT_PARAMETERS,
                                declare_all, voice_params)
 from ..node.status import publish_status
@@ -134,11 +134,10 @@ class FleetNode(TeardownNode):
                          if self._declared else None)
             else:
                 continue
-            if error is None and self._active and (
-                    param.name == ROBOTS or spec is not None and spec.apply is Apply.RELOAD) \
-                    and param.value != self.get_parameter(param.name).value:  # a param load
-                error = (f"parameter '{param.name}' applies at the next configure; "
-                         'deactivate the fleet first (it is active)')
+            if error is None and (param.name == ROBOTS
+                                  or spec is not None and spec.apply is Apply.RELOAD):
+                error = next_configure_error(self, param.name, param.value, self._active,
+                                             'fleet') or None
             if error:
                 if self._declared:
                     self.get_logger().warning(f'parameter change rejected: {error}')

@@ -22,7 +22,7 @@ from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescr
 from rclpy.qos_overriding_options import QoSOverridingOptions, QoSPolicyKind
 
 __all__ = ['Apply', 'ParameterSpec', 'QOS_OVERRIDES', 'Value', 'declare_specs', 'name_error',
-           'split_names', 'unknown_parameters', 'warn_bad_names']
+           'next_configure_error', 'split_names', 'unknown_parameters', 'warn_bad_names']
 
 Value = Union[bool, int, float, str]
 
@@ -199,6 +199,19 @@ def warn_bad_names(params: list, declared: Iterable[str],
         if error and warn is not None:
             warn(f'parameter change rejected: {error}')
     return params
+
+
+def next_configure_error(node, name: str, value, active: bool, who: str = 'node') -> str:
+    """Why setting ``name`` (applied at the next configure) to ``value`` is refused now.
+
+    '' while ``node`` is not active, and for the value it has already: ``ros2 param load``
+    of a dump sets every parameter, those that apply at the next configure included.
+    ``who`` is what to deactivate (``node``, ``fleet``).
+    """
+    if not active or value == node.get_parameter(name).value:
+        return ''
+    return (f"parameter '{name}' applies at the next configure; deactivate the {who} first "
+            '(it is active)')
 
 
 def declare_specs(node, specs: dict, also_known: Iterable[str] = ()) -> list:
