@@ -54,7 +54,7 @@ def phone_reading(text: str) -> str:
     """
     if text.startswith('〒') or re.fullmatch(r'\s*\d{7}', text):
         # A postal code written without its hyphen (〒1000001) is read as with it.
-        text = re.sub(r'^(?:〒)?\s*(\d{3})(\d{4})$', r'\1-\2', text.removeprefix('〒').strip())
+        text = re.sub(r'^(\d{3})(\d{4})$', r'\1-\2', text.removeprefix('〒').strip())
     head = ''
     country = re.match(r'\+(\d{1,3})[- ]?', text)
     if country and country.group(1) == '81':
