@@ -9,6 +9,7 @@ attempt is dropped), a burst of interrupting texts spoken in arrival order.
 
 import contextlib
 import threading
+import time
 
 import pytest
 
@@ -289,3 +290,37 @@ def test_an_interrupting_text_not_yet_heard_is_not_cut_by_the_next_of_its_burst(
     later = utterance('四つ目。')
     assert admit(later, 'interrupt') == [second] and second.halted
     assert [line.take()[0] for _ in range(2)] == [third, later]
+
+
+def test_stop_lets_no_utterance_synthesised_ahead_start_after_the_one_speaking_ends():
+    """A stop halts every utterance before it ends any (real clock, paced publishing).
+
+    One at a time, the publisher, free as soon as the one speaking had ended, started the
+    next one already synthesised: over ROS a start mark and 0.2 s of loud audio after a
+    ``stop``, and two such utterances stamped over each other.
+    """
+    engine = ToneEngine(VirtualClock())
+    rec = Recorder()
+    sched = SpeechScheduler(engine, rec, SchedulerConfig())
+    seen_at_end: list = []
+    try:
+        def on_first_done(_utt):
+            # Between the first one's end and the others': what the publisher may do now.
+            nxt = utts[1]
+            deadline = time.monotonic() + T
+            while not nxt.halted and not rec.chunks(nxt) and time.monotonic() < deadline:
+                rec.got.wait(0.05)
+            seen_at_end.append(len(rec.chunks(nxt)))
+
+        engine.hold('三つ目')
+        utts = [submit_text(sched, THREE, VOICE, on_done=on_first_done)]
+        utts += [submit_text(sched, t, VOICE) for t in ('二つ目です。', '三つ目です。')]
+        assert engine.entered.wait(T)  # the first two are synthesised
+        _wait_published(rec, utts[0], FIRST_LEN)
+        assert sched.stop() == 3
+        assert seen_at_end == [0]
+        assert rec.chunks(utts[1]) == [] and rec.chunks(utts[2]) == []
+        assert all(u.outcome is Outcome.CANCELED for u in utts)
+    finally:
+        engine.release()
+        sched.shutdown()

@@ -240,8 +240,7 @@ class SpeechScheduler(Publishing, ThreadGuard):
         victims = self._line.admit(utt, cfg.queue_policy, cfg.max_queue, self._refusal)
         reason = (CancelReason.REPLACED if cfg.queue_policy is QueuePolicy.REPLACE
                   else CancelReason.INTERRUPTED)
-        for victim in victims:
-            self.cancel(victim, reason)
+        self.cancel_all(victims, reason)
         return utt
 
     def _admit_urgent(self, utt: Utterance, max_queue: int, resume: bool) -> None:
@@ -253,8 +252,7 @@ class SpeechScheduler(Publishing, ThreadGuard):
                 (lambda u: self._heard_now(u).resume_point()) if resume else (lambda u: None))
             if suspended is not None:
                 self._fade_out(*suspended)
-        for victim in victims:
-            self.cancel(victim, CancelReason.URGENT)
+        self.cancel_all(victims, CancelReason.URGENT)
 
     def _heard_now(self, utt: Utterance) -> Utterance:
         """Count as heard only the words ``utt`` has played by now (under ``_pub_lock``).
@@ -281,14 +279,30 @@ class SpeechScheduler(Publishing, ThreadGuard):
         Raises:
             ValueError: ``reason`` is not a :class:`CancelReason` (or one's value).
         """
+        return self.cancel_all([utt], reason) == 1
+
+    def cancel_all(self, utts: list, reason: CancelReason) -> int:
+        """Cancel several utterances at once; none of their chunks reach the sink after.
+
+        Every one is halted under the publishing lock before any is finished: one at a
+        time, the publisher, free once the one speaking had ended, started the next one
+        still queued (a start mark and about 0.2 s of its audio after a ``stop``).
+
+        Returns:
+            How many were canceled (those already finished keep their outcome).
+
+        Raises:
+            ValueError: ``reason`` is not a :class:`CancelReason` (or one's value).
+        """
         reason = CancelReason(reason)
         with self._pub_lock:
-            if utt.done:
-                return False
-            utt.halt()  # nothing more goes out; its engine call in flight is aborted
-            self._fade_out(utt)
-        self._line.remove(utt)
-        return self._finish(utt, Outcome.CANCELED, reason.value, reason)
+            live = [utt for utt in utts if not utt.done]
+            for utt in live:
+                utt.halt()  # nothing more goes out; its engine call in flight is aborted
+                self._fade_out(utt)
+        for utt in live:
+            self._line.remove(utt)
+        return sum(self._finish(utt, Outcome.CANCELED, reason.value, reason) for utt in live)
 
     def stop(self, reason: CancelReason = CancelReason.STOP) -> int:
         """Silence the node: cancel what is speaking and flush the whole queue.
@@ -299,7 +313,7 @@ class SpeechScheduler(Publishing, ThreadGuard):
         Returns:
             Number of utterances canceled.
         """
-        return sum(self.cancel(utt, reason) for utt in self._line.drain())
+        return self.cancel_all(self._line.drain(), reason)
 
     def shutdown(self, timeout: float = 5.0) -> bool:
         """Refuse new utterances, cancel every one, stop both threads (up to ``timeout`` s).
@@ -313,8 +327,7 @@ class SpeechScheduler(Publishing, ThreadGuard):
             the engine through :meth:`when_stopped` then, never under that call.
         """
         # Closing first: nothing submitted from here on can be missed.
-        for utt in self._line.close('shut down'):
-            self.cancel(utt, CancelReason.SHUTDOWN)
+        self.cancel_all(self._line.close('shut down'), CancelReason.SHUTDOWN)
         try:
             self._play_q.put_nowait(CLOSE)
         except queue.Full:
