@@ -30,8 +30,9 @@ to the reply as the fragments concatenated.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from .checks import SPEAKABLE_RE
 from .words import word_boundaries
@@ -73,6 +74,7 @@ class StreamAssembler:
         self.max_chars = max(2 * WORD_MARGIN, int(max_chars))
         self.text = ''
         self.spoken = 0
+        self._clean: dict = {}  # per kind of cut: no hit before this offset
 
     @property
     def pending(self) -> str:
@@ -103,15 +105,28 @@ class StreamAssembler:
         return piece
 
     def _cut(self) -> Optional[int]:
-        """Offset into :attr:`text` where the next complete piece ends, or None."""
-        pending = self.pending
-        ends = [m.end() for m in _SENTENCE_RE.finditer(pending) if _final(pending, m)]
-        ends += [m.end() for m in _DOT_RE.finditer(pending)]
-        for m in _CLAUSE_RE.finditer(pending):
-            if len(SPEAKABLE_RE.findall(pending[:m.start()])) >= CLAUSE_CHARS:
-                ends.append(m.end())
-        if ends:
-            return self.spoken + min(ends)
+        """Offset into :attr:`text` where the next complete piece ends, or None.
+
+        The earliest of the first final sentence end, the first ``.`` before a blank and
+        the first clause mark with :data:`CLAUSE_CHARS` speakable characters before it.
+        Each search stops at its first hit, no later than an earlier kind's, and starts
+        where an earlier search of its kind found nothing (the text only grows): one
+        message holding a whole reply was searched whole for every piece cut from it,
+        and the clause count re-read the piece for every mark (54,000 characters took
+        12.5 s, and a reply sent after it was spoken first).
+        """
+        text, base = self.text, self.spoken
+        best = self._first('sentence', _SENTENCE_RE, lambda m: _final(text, base, m))
+        best = self._first('dot', _DOT_RE, lambda m: True, best) or best
+
+        def enough(m: re.Match) -> bool:
+            found = SPEAKABLE_RE.finditer(text, base, m.start())
+            return sum(1 for _ in itertools.islice(found, CLAUSE_CHARS)) >= CLAUSE_CHARS
+
+        best = self._first('clause', _CLAUSE_RE, enough, best) or best
+        if best is not None:
+            return best
+        pending = text[base:]
         if len(pending) <= self.max_chars:
             return None
         inside = [(m.start(), m.end()) for m in _URL_RE.finditer(pending)]
@@ -119,26 +134,48 @@ class StreamAssembler:
                   if offset <= len(pending) - WORD_MARGIN
                   and not any(a < offset < b for a, b in inside)]
         if usable:
-            return self.spoken + usable[-1]
+            return base + usable[-1]
         if len(pending) > 4 * self.max_chars:
             # No word boundary in four segments' worth: no word is that long (a run of
             # one letter); cut it where the front end would cut such a run anyway.
-            return self.spoken + len(pending) - WORD_MARGIN
+            return base + len(pending) - WORD_MARGIN
+        return None
+
+    def _first(self, kind: str, pattern: re.Pattern, accept: Callable[[re.Match], bool],
+               before: Optional[int] = None) -> Optional[int]:
+        """End of the first match of ``pattern`` after :attr:`spoken` that ``accept`` takes.
+
+        Only matches ending before ``before`` count (None: any). A search that reached the
+        end of the text finding nothing is not repeated there: only its last character
+        can still become a hit (every kind looks one character ahead at most), and a
+        clause mark too short for one piece is too short for any later one.
+        """
+        text = self.text
+        start = max(self.spoken, self._clean.get(kind, 0))
+        end = len(text) if before is None else before
+        for m in pattern.finditer(text, start, end):
+            if accept(m):
+                return m.end()
+        if before is None:
+            self._clean[kind] = max(start, len(text) - 1)
         return None
 
 
-def _final(pending: str, match: re.Match) -> bool:
-    """Whether a sentence end found in ``pending`` ends a sentence (not a URL's ``?``)."""
+def _final(text: str, base: int, match: re.Match) -> bool:
+    """Whether a sentence end found in ``text[base:]`` ends a sentence (not a URL's ``?``).
+
+    What lies before ``base`` (pieces already handed out) is not looked at.
+    """
     at = match.start()
-    if pending[at] == '．' and at and pending[at - 1].isdigit():
+    if text[at] == '．' and at > base and text[at - 1].isdigit():
         # A full-width point after a digit may be a decimal point (3．5度).
-        return at + 1 < len(pending) and not pending[at + 1].isdigit()
-    if pending[at] not in '?!' or at == 0 or not _URL_BEFORE.match(pending[at - 1]):
+        return at + 1 < len(text) and not text[at + 1].isdigit()
+    if text[at] not in '?!' or at == base or not _URL_BEFORE.match(text[at - 1]):
         return True
     after = match.start() + 1
-    if after >= len(pending):
+    if after >= len(text):
         return False  # what comes next decides
-    return not _URL_AFTER.match(pending[after])
+    return not _URL_AFTER.match(text[after])
 
 
 def shift_segments(segments: Sequence, offset: int, starts_sentence: bool = True) -> list:
