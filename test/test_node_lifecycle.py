@@ -278,3 +278,27 @@ def test_an_incompatible_hayakoe_falls_back_with_a_warning(ros_client, monkeypat
     finally:
         node.trigger_shutdown()
         node.destroy_node()
+
+
+def test_a_destroyed_node_leaves_the_graph_while_still_referenced(ros_client):
+    """destroy_node takes the node off the ROS graph, whoever still holds the object.
+
+    rclpy's lifecycle node kept its state machine, and with it the node: a fleet's robots
+    stayed on the graph after a cleanup and configure, listed twice, their lifecycle
+    services advertised and unanswered, each reporting two nodes of its name.
+    """
+    node = in_process_node({'engine': 'openjtalk', 'autostart': False})
+    where = (node.get_name(), node.get_namespace())
+
+    def listed() -> bool:
+        return where in ros_client.node.get_node_names_and_namespaces()
+
+    deadline = time.monotonic() + 20
+    while not listed():
+        assert time.monotonic() < deadline, 'the node never reached the graph'
+        time.sleep(0.05)
+    node.destroy_node()
+    deadline = time.monotonic() + 20
+    while listed() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not listed(), 'the destroyed node is still on the graph'  # `node` still held

@@ -50,3 +50,17 @@ class TeardownNode(LifecycleNode):
         self._teardown()
         self._state_label = 'unconfigured'
         return TransitionCallbackReturn.SUCCESS
+
+    def destroy_node(self) -> None:
+        """Destroy the node, its lifecycle state machine too.
+
+        rclpy's ``LifecycleNode.destroy_node`` leaves the state machine, which holds the
+        node's handle: the node stayed on the ROS graph, its lifecycle services
+        advertised and unanswered, for as long as anything referred to the Python object
+        (a fleet's robots after a cleanup and configure: each robot listed twice, and
+        each reporting "2 nodes of this name" on /diagnostics).
+        """
+        super().destroy_node()
+        machine = getattr(self, '_state_machine', None)  # rclpy's, Humble to Kilted
+        if machine is not None:
+            machine.destroy_when_not_in_use()
