@@ -39,7 +39,7 @@ from rclpy.subscription import Subscription
 from std_msgs.msg import String
 
 from .node.param_spec import (QOS_OVERRIDES, Apply, ParameterSpec, declare_specs,
-                              next_configure_error, warn_bad_names)
+                              next_configure_error, before_set)
 from .node.runner import run
 from .node.status import publish_status
 from .node.decode import decode
@@ -93,7 +93,7 @@ class PlayerNode(LifecycleNode):
         self._player: Optional[Player] = None
         self._releasing: list = []  # players released, still playing out their queue
         self._declared = False
-        self.add_pre_set_parameters_callback(lambda params: warn_bad_names(
+        self.add_pre_set_parameters_callback(lambda params: before_set(
             params, PLAYER_PARAMETERS, self.get_logger().warning if self._declared else None))
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._errors = declare_specs(self, PLAYER_PARAMETERS)  # reported by on_configure

@@ -51,9 +51,9 @@ from .node.engine_loader import EngineLoader, EngineSource
 from .node.restarts import RunRecord
 from .node.status import publish_status
 from .node.runner import GOALS_END_TIMEOUT_S, RESULT_FLUSH_TIMEOUT_S, run
+from .node.param_spec import before_set
 from .node.parameters import (PARAMETERS, SCHEDULER_PARAMETERS, VOICE_PARAMETERS, Apply,
-                              before_set, declare_all, parameter_table, scheduler_config,
-                              voice_params)
+                              declare_all, parameter_table, scheduler_config, voice_params)
 from .node.say_action import SayActionServer
 from .node.offboard import OFFBOARD_LIVE, OffboardVoice, offboard_values, offboard_voice
 from .speech import (CancelReason, Outcome, SpeechScheduler, Utterance)
@@ -83,7 +83,6 @@ class TTSNode(TeardownNode):
         super().__init__(node_name, **kwargs)
         self._engine_source = engine_source
         owned = engine_source.parameters if engine_source else ()
-        self._config_errors: list = []
         self._active = False
         self._state_label = 'unconfigured'
         self._loading = ''  # what configure is loading, for /diagnostics ('' otherwise)
@@ -91,10 +90,10 @@ class TTSNode(TeardownNode):
         self._stats = SpeechStats()
         self._scheduler: Optional[SpeechScheduler] = None
         self._declared = False
+        self._specs = {n: s for n, s in PARAMETERS.items() if n not in owned}
         self.add_pre_set_parameters_callback(self._before_set_parameters)
         self.add_on_set_parameters_callback(self._on_set_parameters)
-        self._config_errors = declare_all(
-            self, {n: s for n, s in PARAMETERS.items() if n not in owned}, owned)
+        self._config_errors: list = declare_all(self, self._specs, owned)
         self._declared = True
         self._log_handler = (None if engine_source else log_bridge.attach(self.get_logger()))
         self._twins = 0  # other nodes of this name on the domain, as last seen
@@ -134,7 +133,11 @@ class TTSNode(TeardownNode):
 
     def _before_set_parameters(self, params) -> list:
         # Start-up values are reported by on_configure, not here.
-        return before_set(params, self.get_logger().warning if self._declared else None)
+        fleet = self.get_namespace().rsplit('/', 1)[0]  # a robot's: names not in _specs
+        return before_set(params, self._specs, self.get_logger().warning if self._declared
+                          else None, owner=lambda name: (
+                              f"'{name}' is no parameter of a fleet's robot; the fleet's are "
+                              f'set on {fleet}/tts_fleet' if name in PARAMETERS else ''))
 
     def _on_set_parameters(self, params) -> SetParametersResult:
         changes = {p.name: p.value for p in params}

@@ -158,3 +158,58 @@ def test_the_fleet_takes_the_shared_config_s_relay_settings_without_a_warning(co
         assert len(warnings) == 1 and "unknown parameter 'volum'" in warnings[0], warnings
     finally:
         node.destroy_node()
+
+
+def test_player_and_fleet_take_an_integer_for_a_double_and_log_a_refused_value(context,
+                                                                              capfd):
+    """As on ``tts_node``: an integer for a double is taken, a refusal is logged.
+
+    ``ros2 param set ... volume 1`` is 1.0; a value out of range is refused with a log
+    line, not only rclpy's words to the caller. Both refused the integer (``Wrong
+    parameter type``) and logged nothing on a refusal.
+    """
+    from rclpy.parameter import Parameter
+
+    from hayakoe_ros.fleet.node import FleetNode
+    from hayakoe_ros.player_node import PlayerNode
+
+    player, fleet = PlayerNode(context=context), FleetNode(context=context)
+    try:
+        capfd.readouterr()
+        assert _set(player, 'volume', 1) == (True, '')
+        assert player.get_parameter('volume').type_ == Parameter.Type.DOUBLE
+        assert _set(fleet, 'first_window_s', 1) == (True, '')
+        assert fleet.get_parameter('first_window_s').value == 1.0
+        assert _set(player, 'volume', 5.0)[0] is False
+        assert _set(fleet, 'num_threads', 999)[0] is False
+        warnings = _warnings(capfd)
+        assert len(warnings) == 2, warnings
+        assert "parameter change rejected: parameter 'volume'" in warnings[0]
+        assert "parameter change rejected: parameter 'num_threads'" in warnings[1]
+    finally:
+        player.destroy_node()
+        fleet.destroy_node()
+
+
+def test_a_fleet_robot_names_where_a_fleet_parameter_is_set(context, capfd):
+    """``output_rate`` on ``/fleet/r1/tts_node`` is the fleet's: the log says where to set it.
+
+    rclpy refused it as "undeclared parameter(s): []" and the node logged nothing.
+    """
+    from hayakoe_ros.node.engine_loader import EngineSource
+    from hayakoe_ros.node.parameters import FLEET_PARAMETERS
+    from hayakoe_ros.tts_node import TTSNode
+
+    source = EngineSource(open=lambda name: None,
+                          parameters=tuple(FLEET_PARAMETERS))
+    robot = TTSNode(context=context, engine_source=source, namespace='/fleet/r1')
+    try:
+        capfd.readouterr()
+        assert _set(robot, 'output_rate', 16000)[0] is False
+        assert _set(robot, 'volume', 0.5) == (True, '')
+        warnings = _warnings(capfd)
+        assert len(warnings) == 1, warnings
+        assert ("'output_rate' is no parameter of a fleet's robot; the fleet's are set on "
+                '/fleet/tts_fleet') in warnings[0]
+    finally:
+        robot.destroy_node()

@@ -34,7 +34,7 @@ from ..engines.shared import SharedEngine
 from ..node import log_bridge
 from ..node.engine_loader import EngineLoader, EngineSource
 from ..node.executor_wait import caught_up
-from ..node.param_spec import Apply, next_configure_error, warn_bad_names
+from ..node.param_spec import Apply, before_set, next_configure_error
 from ..node.parameters import (FLEET_PARAMETERS, OFFBOARD_PARAMETERS, ROBOT_PARAMETERS,
                                declare_all, voice_params)
 from ..node.status import publish_status
@@ -107,10 +107,6 @@ class FleetNode(TeardownNode):
 
     def _before_set_parameters(self, params) -> list:
         warn = self.get_logger().warning if self._declared else None  # start-up: configure
-        for param in params:
-            if param.name in ROBOT_PARAMETERS and warn is not None:
-                warn(f"parameter change rejected: '{param.name}' is each robot's parameter: "
-                     f"set it on {robot_namespace(self.get_namespace(), '<robot>')}/tts_node")
         # An empty list has no element type to tell: rclpy sends it as a byte or bool
         # array and the descriptor's type check would refuse it naming types; as an
         # empty string array the robots check says what is wrong ("is empty").
@@ -118,7 +114,10 @@ class FleetNode(TeardownNode):
                   if p.name == ROBOTS and p.type_ != Parameter.Type.STRING_ARRAY
                   and isinstance(p.value, (list, tuple, bytes)) and not len(p.value) else p
                   for p in params]
-        return warn_bad_names(params, (*FLEET_PARAMETERS, ROBOTS, *ROBOT_PARAMETERS), warn)
+        robot = robot_namespace(self.get_namespace(), '<robot>')
+        return before_set(params, FLEET_PARAMETERS, warn, (ROBOTS,), owner=lambda name: (
+            f"'{name}' is each robot's parameter: set it on {robot}/tts_node"
+            if name in ROBOT_PARAMETERS else ''))
 
     def _on_set_parameters(self, params) -> SetParametersResult:
         for param in params:

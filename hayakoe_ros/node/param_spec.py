@@ -21,8 +21,8 @@ from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescr
                                 ParameterType)
 from rclpy.qos_overriding_options import QoSOverridingOptions, QoSPolicyKind
 
-__all__ = ['Apply', 'ParameterSpec', 'QOS_OVERRIDES', 'Value', 'declare_specs', 'name_error',
-           'next_configure_error', 'split_names', 'unknown_parameters', 'warn_bad_names']
+__all__ = ['Apply', 'ParameterSpec', 'QOS_OVERRIDES', 'Value', 'before_set', 'declare_specs',
+           'name_error', 'next_configure_error', 'split_names', 'unknown_parameters']
 
 Value = Union[bool, int, float, str]
 
@@ -186,19 +186,37 @@ def name_error(name: str, declared: Iterable[str]) -> Optional[str]:
     return f"unknown parameter '{name}'{hint}"
 
 
-def warn_bad_names(params: list, declared: Iterable[str],
-                   warn: Optional[Callable[[str], object]]) -> list:
-    """A pre-set parameters callback's body: tell ``warn`` of each name it cannot set.
+def before_set(params: list, specs: dict, warn: Optional[Callable[[str], object]],
+               also_known: Iterable[str] = (), owner: Optional[Callable[[str], str]] = None
+               ) -> list:
+    """A pre-set parameters callback's body (``params``: an ``rclpy.Parameter`` list).
 
-    ``params`` (``rclpy.Parameter`` list) is returned unchanged: rclpy then refuses an
-    unknown name itself, and the node's on-set callback must refuse an empty one (see
-    :func:`name_error`). ``warn`` None (while the node declares its own) says nothing.
+    An integer given for a double parameter (``ros2 param set /tts_node rate 2``) becomes
+    that double: rclpy's type check would refuse it. A value ``specs`` refuses is passed
+    on unchanged (rclpy's descriptor check or the node's on-set callback then refuses
+    it) and told to ``warn(message)`` first: rclpy refuses values outside a descriptor's
+    type or range before any on-set callback runs, and tells only the caller. So is a
+    name the node does not declare: ``owner(name)`` says where it is set instead (''
+    when nowhere: then the closest name in ``specs`` and ``also_known``). ``warn`` None
+    (start-up values, which configure reports) says nothing.
     """
-    for param in params:
-        error = name_error(param.name, declared)
+    from rclpy.parameter import Parameter
+
+    known = (*specs, *also_known)
+    out = []
+    for p in params:
+        spec = specs.get(p.name)
+        if spec is not None and isinstance(spec.default, float) \
+                and p.type_ == Parameter.Type.INTEGER:
+            p = Parameter(p.name, Parameter.Type.DOUBLE, float(p.value))
+        if spec is not None:
+            error = spec.check(p.value)
+        else:
+            error = (owner(p.name) if owner is not None else '') or name_error(p.name, known)
         if error and warn is not None:
             warn(f'parameter change rejected: {error}')
-    return params
+        out.append(p)
+    return out
 
 
 def next_configure_error(node, name: str, value, active: bool, who: str = 'node') -> str:

@@ -25,7 +25,7 @@ from . import param_spec
 from .param_spec import Apply, ParameterSpec
 
 __all__ = ['Apply', 'FLEET_PARAMETERS', 'PARAMETERS', 'ParameterSpec', 'ROBOT_PARAMETERS',
-           'before_set', 'declare_all', 'parameter_table', 'scheduler_config',
+           'declare_all', 'parameter_table', 'scheduler_config',
            'unknown_parameters', 'voice_params']
 
 class EngineName(str, enum.Enum):
@@ -328,29 +328,3 @@ def declare_all(node, specs: Optional[dict] = None, also_known: Iterable[str] = 
     """
     return param_spec.declare_specs(node, PARAMETERS if specs is None else specs,
                                     also_known)
-
-
-def before_set(params: list, warn=None) -> list:
-    """What a node sets, as rclpy's pre-set callback sees it (``rclpy.Parameter`` list).
-
-    An integer given for a double parameter (``ros2 param set /tts_node rate 2``) becomes
-    that double: rclpy's type check would refuse it. A value :data:`PARAMETERS` refuses
-    is passed on unchanged (rclpy's descriptor check or the node's on-set callback then
-    refuses it) and told to ``warn(message)`` first, when given: rclpy refuses values
-    outside a descriptor's type or range before any on-set callback runs, and tells only
-    the caller. So is a name the node does not declare, with the closest declared one.
-    """
-    from rclpy.parameter import Parameter
-
-    out = []
-    for p in params:
-        spec = PARAMETERS.get(p.name)
-        if spec is not None and isinstance(spec.default, float) \
-                and p.type_ == Parameter.Type.INTEGER:
-            p = Parameter(p.name, Parameter.Type.DOUBLE, float(p.value))
-        error = (spec.check(p.value) if spec is not None
-                 else param_spec.name_error(p.name, PARAMETERS))
-        if error and warn is not None:
-            warn(f'parameter change rejected: {error}')
-        out.append(p)
-    return out
