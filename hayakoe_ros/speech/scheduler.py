@@ -295,6 +295,8 @@ class SpeechScheduler(Publishing, ThreadGuard):
             ValueError: ``reason`` is not a :class:`CancelReason` (or one's value).
         """
         reason = CancelReason(reason)
+        if not utts:  # the publishing lock, held while a chunk goes out, is not needed
+            return 0
         with self._pub_lock:
             live = [utt for utt in utts if not utt.done]
             for utt in live:
