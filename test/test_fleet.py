@@ -101,7 +101,6 @@ def test_each_robot_speaks_at_its_own_namespace(fleet, ros_client):
 
 
 @pytest.mark.long  # about 12 s here; stop on one robot stays quick
-@pytest.mark.alone  # idle against loaded timing
 @pytest.mark.long  # about 8 s here; stop on one robot stays quick
 def test_bad_text_on_one_robot_aborts_only_that_goal(fleet, ros_client):
     r1 = ros_client.action_client(fleet.topic('r1/say'))
@@ -157,6 +156,8 @@ def test_invalid_robots_fail_with_a_clear_error(robots, needle):
 # Here, just before r1 is cleaned up: with pacing off, r1 publishes its whole
 # announcement (157 s of audio) ahead of playback, and its next utterance rightly
 # waits for that audio to play; the cleanup below gives r1 a new scheduler.
+@pytest.mark.long  # about 12 s here; stop on one robot stays quick
+@pytest.mark.alone  # idle against loaded timing
 def test_a_long_announcement_does_not_hold_another_robots_reply(fleet, ros_client):
     """r2's one-word reply waits for at most a segment of r1's announcement."""
     r1 = ros_client.action_client(fleet.topic('r1/say'))
