@@ -91,7 +91,7 @@ class StreamIn:
             if self._cut:
                 return  # dropped (the reply was cut): not even kept
             limit = self._reply_limit() if self._reply_limit is not None else None
-            for start, piece in self._assembler.add(data):
+            for start, piece in self._assembler.feed(data):
                 if limit is not None and start + len(piece) > limit:
                     self._too_long(start, limit)
                     break

