@@ -38,8 +38,8 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.subscription import Subscription
 from std_msgs.msg import String
 
-from .node.param_spec import (QOS_OVERRIDES, Apply, ParameterSpec, declare_specs,
-                              next_configure_error, before_set)
+from .node.param_spec import (QOS_OVERRIDES, Apply, ParameterSpec, before_set,
+                              declare_specs, next_configure_error)
 from .node.runner import run
 from .node.status import publish_status
 from .node.decode import decode

@@ -136,7 +136,7 @@ class StreamAssembler:
         best = self._first('clause', _CLAUSE_RE, enough, best) or best
         if best is not None:
             return best
-        pending = text[base:]
+        pending = self.pending
         if len(pending) <= self.max_chars:
             return None
         inside = [(m.start(), m.end()) for m in _URL_RE.finditer(pending)]
