@@ -144,9 +144,9 @@ def test_stop_on_one_robot_leaves_the_other_speaking(fleet, ros_client):
 ])
 def test_invalid_robots_fail_with_a_clear_error(robots, needle):
     node = start_fleet({'engine': 'openjtalk', 'robots': robots}, wait=False)
-    node.proc.wait(60)
+    code = node.wait_exit(60)
     log = node.log()
-    assert node.proc.returncode == EXIT_NOT_STARTED, log
+    assert code == EXIT_NOT_STARTED, log
     assert needle in log and 'invalid configuration' in log, log
     assert 'Traceback' not in log, log
     assert 'loaded in' not in log  # refused before any model was loaded

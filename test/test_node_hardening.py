@@ -167,7 +167,7 @@ def test_services_and_diagnostics_answer_during_the_load_and_sigint_ends_it(
         assert values['lifecycle_state'] == 'configuring', values
         assert 'loading engine hayakoe (speaker tiny-jp, cpu)' in status.message
         node.proc.send_signal(signal.SIGINT)
-        assert node.proc.wait(20) == 0, node.log()
+        assert node.wait_exit(20) == 0, node.log()
         log = node.log()
         assert 'Traceback' not in log
         # The tiny model takes seconds to load and warm up: the signal came before that.

@@ -97,9 +97,9 @@ def test_invalid_start_up_value_is_one_error_and_a_failed_start(override, words)
     node = NodeProcess({'engine': 'openjtalk'}, extra_args=['-p', override],
                        wait_ready=False)
     try:
-        node.proc.wait(60)
+        code = node.wait_exit(60)
         log = node.log()
-        assert node.proc.returncode == EXIT_NOT_STARTED, log
+        assert code == EXIT_NOT_STARTED, log
         errors = [line for line in log.splitlines() if '[ERROR]' in line]
         assert len(errors) == 1, log
         for word in words:
@@ -122,8 +122,7 @@ def test_unknown_parameter_override_is_named_with_the_closest_one(ros_client):
 def test_shutdown_transition_ends_the_process_with_status_0(ros_client):
     node = NodeProcess(OJT)
     assert change_state(ros_client, node, Transition.TRANSITION_ACTIVE_SHUTDOWN)
-    node.proc.wait(15)
-    assert node.proc.returncode == 0, node.log()
+    assert node.wait_exit(15) == 0, node.log()
     node.stop()
 
 

@@ -51,8 +51,7 @@ def test_sigint_while_speaking_answers_every_goal_and_exits_cleanly(tiny_model_r
         goals = _goals_speaking(ros_client, node)
         pending = [handle.get_result_async() for handle, _ in goals]
         node.proc.send_signal(signum)
-        node.proc.wait(15)
-        assert node.proc.returncode == 0, node.log()
+        assert node.wait_exit(15) == 0, node.log()
         for future in pending:
             result = wait_future(future, 10)
             assert result.status == GoalStatus.STATUS_ABORTED
@@ -138,7 +137,7 @@ def test_cancel_requests_queued_at_shutdown_are_answered(path, ros_client):
         problems = []
         lost_results: list = []
         for node, delay, results, cancels, changed in runs:
-            status = node.proc.wait(20)
+            status = node.wait_exit(20)
             # The process is gone: what it sent arrives at once, the rest never will.
             deadline = time.monotonic() + 5
             futures = [*results, *cancels] + ([changed] if changed is not None else [])

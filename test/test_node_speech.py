@@ -223,8 +223,7 @@ def test_fallback_to_openjtalk_when_the_model_is_unreachable(ros_client):
 def test_load_failure_is_fatal_without_fallback(tmp_path):
     node = NodeProcess({'speaker_source': f'file://{tmp_path}', 'bert_source':
                         f'file://{tmp_path}', 'fallback_engine': 'none'}, wait_ready=False)
-    node.proc.wait(120)
-    assert node.proc.returncode == EXIT_NOT_STARTED
+    assert node.wait_exit(120) == EXIT_NOT_STARTED, node.log()
     log = node.log()
     assert 'cannot load hayakoe speaker' in log and 'fatal' in log
     node.stop()

@@ -195,8 +195,7 @@ def test_an_invalid_action_name_fails_the_configure_with_its_name(ros_client):
     robot = NodeProcess(dict(engine='openjtalk', fallback_engine='none',
                              offboard_action='/fleet/r1/say here'), wait_ready=False)
     try:
-        robot.proc.wait(60)
-        assert robot.proc.returncode == EXIT_NOT_STARTED
+        assert robot.wait_exit(60) == EXIT_NOT_STARTED, robot.log()
         assert "offboard_action '/fleet/r1/say here' is not a valid action name" in robot.log()
     finally:
         robot.stop()

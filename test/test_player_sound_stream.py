@@ -128,7 +128,7 @@ def test_unknown_device_fails_configure_naming_it_and_how_to_list_devices(pulse)
 
     player = start_player(pulse, new_namespace(), wait_ready=False, device='no-such-speaker')
     try:
-        player.proc.wait(60)
+        player.wait_exit(60)
     finally:
         code = player.stop()
     log = player.log()

@@ -113,7 +113,8 @@ class NodeProcess:
         log_dir = Path(log_dir or os.environ.get('PYTEST_TMP') or tempfile.gettempdir())
         self.log_path = log_dir / f'{name}{self.namespace.replace("/", "_")}.log'
         self._log = open(self.log_path, 'w', encoding='utf-8')
-        child_env = dict(os.environ, PYTHONUNBUFFERED='1', RCUTILS_COLORIZED_OUTPUT='0')
+        child_env = dict(os.environ, PYTHONUNBUFFERED='1', RCUTILS_COLORIZED_OUTPUT='0',
+                         PYTHONFAULTHANDLER='1')  # stacks on SIGABRT: wait_exit
         child_env.update(env or {})
         self._t0 = time.perf_counter()
         #: Seconds from start to the ``ready:`` line (set by :meth:`wait_until_ready`).
@@ -174,6 +175,22 @@ class NodeProcess:
     def peak_rss_kib(self) -> int:
         """Peak resident set size of the node process so far (VmHWM), KiB."""
         return read_vm_kib(self.pid)
+
+    def wait_exit(self, timeout: float) -> int:
+        """Wait for the process to exit on its own; return its status.
+
+        Raises ``NodeProcessError`` with the log if it is still running after ``timeout``
+        seconds. The process is then ended with SIGABRT, on which Python's faulthandler
+        (enabled in every child) writes each thread's stack into the log first: where a
+        hang hangs.
+        """
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGABRT)
+            self.stop(5.0)
+            raise NodeProcessError(f'{self.name} still running after {timeout} s:\n'
+                                   f'{self.log()}') from None
 
     def stop(self, timeout: float = 20.0) -> Optional[int]:
         """SIGINT, wait (kill after ``timeout`` s); return the exit status."""
