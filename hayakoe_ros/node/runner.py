@@ -19,12 +19,13 @@ play-out, has ended) and ``lifecycle_label``.
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import signal
 import sys
 import threading
 import time
-from typing import Callable
+from typing import Callable, Optional
 
 import rclpy
 from rclpy.executors import ExternalShutdownException
@@ -60,6 +61,42 @@ RELEASE_TIMEOUT_S = 12.0
 #: of a core and a 4-robot fleet 3.7 %. Every exit condition wakes the wait at once
 #: instead (:class:`_Wakers`), so this is only a safety net.
 EXIT_CHECK_S = 1.0
+
+
+#: Longest the process takes to end once its run is over (s): a failed start, a signal or
+#: the shutdown transition. The bounded waits above add up to about 21 s (goals 3, results
+#: 2, responses 2, released resources 12, executor threads 2); past this deadline, the
+#: process writes every thread's stack to stderr and ends with its status anyway. A call
+#: into the middleware that never returns (Fast DDS has had lock-order hangs in entity
+#: creation and deletion, e.g. ros2/rclcpp#2147) or a callback that never ends (the
+#: executor's threads are joined without a timeout) would otherwise keep a node that
+#: failed to start running for ever, and a launch that ends on its exit with it.
+EXIT_DEADLINE_S = 30.0
+
+#: Seconds after :data:`EXIT_DEADLINE_S` at which faulthandler's own thread, which needs
+#: no GIL, ends the process (status 1) if the deadline's Python thread could not run: a
+#: C call that holds the GIL and never returns.
+EXIT_BACKSTOP_S = 5.0
+
+
+def _arm_exit_deadline(code: int, seconds: float) -> None:
+    """End the process with ``code`` if it is still running ``seconds`` from now.
+
+    For the process's entry point only: the deadline stays armed while the interpreter
+    ends (threads joined, ``atexit`` handlers), which is where a stuck thread would hold
+    it, and is never disarmed. First each thread's stack goes to stderr (the node's log),
+    so that the hang can be told apart from a slow exit.
+    """
+    def watch() -> None:
+        time.sleep(seconds)
+        print(f'[runner] the process has not ended {seconds:.0f} s after its run was over; '
+              f'ending it with status {code}. Every thread:', file=sys.stderr, flush=True)
+        faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+        sys.stderr.flush()
+        os._exit(code)
+
+    threading.Thread(target=watch, name='exit-deadline', daemon=True).start()
+    faulthandler.dump_traceback_later(seconds + EXIT_BACKSTOP_S, exit=True)
 
 
 #: Slice of an event thread's wait (s): it looks at whether the run is over this often.
@@ -149,7 +186,8 @@ def _bring_up(node, failed: threading.Event, stop: threading.Event) -> None:
 EXIT_NOT_STARTED = 78
 
 
-def run(factory: Callable, args=None, num_threads: int = 4) -> int:
+def run(factory: Callable, args=None, num_threads: int = 4,
+        exit_deadline_s: Optional[float] = EXIT_DEADLINE_S) -> int:
     """Run one lifecycle node in this process until a signal or its shutdown transition.
 
     Args:
@@ -161,6 +199,9 @@ def run(factory: Callable, args=None, num_threads: int = 4) -> int:
             re-yields a callback that waits in its thread pool, so its spinning thread
             loops while holding the GIL (ros2/rclpy#1452, fixed upstream in #1547): up to
             0.58 s at a time measured in player_node, starving every other Python thread.
+        exit_deadline_s: Once the run is over, the process ends within this many seconds
+            whatever hangs (:data:`EXIT_DEADLINE_S`); None: no deadline (not a process's
+            entry point, e.g. a test calling ``run`` in its own process).
 
     Returns:
         The exit status: 0, or :data:`EXIT_NOT_STARTED` when the autostart configure or
@@ -199,6 +240,8 @@ def run(factory: Callable, args=None, num_threads: int = 4) -> int:
         while not stop.is_set() and not node.finalized.is_set() and rclpy.ok():
             spin_once(executor, EXIT_CHECK_S)
         code = EXIT_NOT_STARTED if failed.is_set() else 0
+        if exit_deadline_s is not None:
+            _arm_exit_deadline(code, exit_deadline_s)
         if bring_up is not None and bring_up.is_alive():
             # Interrupted during the load: a model load in C cannot be cut short, and the
             # node must not be torn down under it. Nothing is speaking or queued yet.

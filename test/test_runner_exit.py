@@ -1,0 +1,86 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""A node's process ends in bounded time once its run is over, whatever hangs.
+
+The runner's exit waits are each bounded, but a call into the middleware or a callback
+that never returns is not. Each test runs :func:`hayakoe_ros.node.runner.run` in a process
+of its own with a small lifecycle node whose ``wait_released`` hangs after a SIGINT, and
+a short exit deadline: once with the GIL free (the deadline's own thread ends the
+process with the run's status), once holding it (``faulthandler``'s thread ends it).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.ros
+
+#: The deadline the tests give the runner (s); the default is 30 s.
+DEADLINE_S = 2.0
+
+#: A lifecycle node with what the runner asks of one; it sends itself SIGINT once built.
+#: ``{hang}`` is the statement its ``wait_released`` hangs in.
+_SCRIPT = """
+import ctypes, os, signal, sys, threading
+from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
+from hayakoe_ros.node import runner
+
+class Wedged(LifecycleNode):
+    lifecycle_label = 'active'
+
+    def __init__(self):
+        super().__init__('wedged')
+        self.declare_parameter('autostart', False)
+        self.finalized = threading.Event()
+        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+
+    def prepare_shutdown(self):
+        pass
+
+    def goals_running(self):
+        return 0
+
+    def on_shutdown(self, state):
+        self.finalized.set()
+        return TransitionCallbackReturn.SUCCESS
+
+    def wait_released(self, timeout):
+        print('releasing', flush=True)
+        {hang}
+
+sys.exit(runner.run(Wedged, args=['wedged'], exit_deadline_s={deadline}))
+"""
+
+
+def _run(hang: str) -> subprocess.CompletedProcess:
+    code = _SCRIPT.format(hang=hang, deadline=DEADLINE_S)
+    # Far under the hang itself (600 s): without the deadline this times out.
+    return subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_a_hang_after_the_run_ends_the_process_with_its_status_and_the_stacks(
+        ros_test_domain):
+    out = _run('threading.Event().wait(600)')
+    assert 'releasing' in out.stdout, out.stderr
+    assert out.returncode == 0, out.stderr
+    assert 'the process has not ended 2 s after its run was over; ending it with status 0' \
+        in out.stderr, out.stderr
+    # The stack names where it hung.
+    assert 'in wait_released' in out.stderr, out.stderr
+
+
+def test_a_hang_holding_the_gil_still_ends_the_process(ros_test_domain):
+    from hayakoe_ros.node import runner
+
+    # libc's sleep through ctypes.PyDLL keeps the GIL, as a C extension call that never
+    # returns would: no Python thread runs again, only faulthandler's.
+    out = _run('ctypes.PyDLL(None).sleep(600)')
+    assert 'releasing' in out.stdout, out.stderr
+    assert out.returncode == 1, out.stderr
+    assert 'Timeout (0:00:0' in out.stderr, out.stderr  # faulthandler's header
+    assert 'in wait_released' in out.stderr, out.stderr
+    assert runner.EXIT_BACKSTOP_S + DEADLINE_S < 60
