@@ -1,12 +1,13 @@
 # Copyright 2026 The hayakoe_ros Authors
 # SPDX-License-Identifier: AGPL-3.0-or-later
-"""A node's process ends in bounded time once its run is over, whatever hangs.
+"""A node's process ends in bounded time once its run is over, or its start hangs.
 
 The runner's exit waits are each bounded, but a call into the middleware or a callback
 that never returns is not. Each test runs :func:`hayakoe_ros.node.runner.run` in a process
 of its own with a small lifecycle node whose ``wait_released`` hangs after a SIGINT, and
 a short exit deadline: once with the GIL free (the deadline's own thread ends the
 process with the run's status), once holding it (``faulthandler``'s thread ends it).
+A node that never finishes being built ends as a crash (status 1).
 """
 
 from __future__ import annotations
@@ -84,3 +85,16 @@ def test_a_hang_holding_the_gil_still_ends_the_process(ros_test_domain):
     assert 'Timeout (0:00:0' in out.stderr, out.stderr  # faulthandler's header
     assert 'in wait_released' in out.stderr, out.stderr
     assert runner.EXIT_BACKSTOP_S + DEADLINE_S < 60
+
+
+def test_a_node_that_hangs_while_it_is_built_ends_as_a_crash(ros_test_domain):
+    """Status 1 (launch starts it again) with the stacks, not a start that never ends."""
+    code = ('import sys, threading\n'
+            'from hayakoe_ros.node.runner import run\n'
+            'def factory():\n'
+            '    threading.Event().wait(600)\n'
+            f'sys.exit(run(factory, args=["node"], start_deadline_s={DEADLINE_S}))\n')
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 1, out.stderr
+    assert 'Timeout (0:00:0' in out.stderr and 'in factory' in out.stderr, out.stderr

@@ -73,6 +73,13 @@ EXIT_CHECK_S = 1.0
 #: failed to start running for ever, and a launch that ends on its exit with it.
 EXIT_DEADLINE_S = 30.0
 
+#: Longest ``rclpy.init`` and building the node may take (s): no model is loaded then (that
+#: is the configure transition's), only entities made, well under a second here. Past it
+#: faulthandler writes every thread's stack and ends the process with status 1, a crash to
+#: a launch file, which starts the node again: a middleware deadlock in entity creation
+#: (above) would otherwise leave a node that never starts and never exits.
+START_DEADLINE_S = 60.0
+
 #: Seconds after :data:`EXIT_DEADLINE_S` at which faulthandler's own thread, which needs
 #: no GIL, ends the process (status 1) if the deadline's Python thread could not run: a
 #: C call that holds the GIL and never returns.
@@ -187,7 +194,8 @@ EXIT_NOT_STARTED = 78
 
 
 def run(factory: Callable, args=None, num_threads: int = 4,
-        exit_deadline_s: Optional[float] = EXIT_DEADLINE_S) -> int:
+        exit_deadline_s: Optional[float] = EXIT_DEADLINE_S,
+        start_deadline_s: Optional[float] = START_DEADLINE_S) -> int:
     """Run one lifecycle node in this process until a signal or its shutdown transition.
 
     Args:
@@ -202,6 +210,8 @@ def run(factory: Callable, args=None, num_threads: int = 4,
         exit_deadline_s: Once the run is over, the process ends within this many seconds
             whatever hangs (:data:`EXIT_DEADLINE_S`); None: no deadline (not a process's
             entry point, e.g. a test calling ``run`` in its own process).
+        start_deadline_s: Longest ``rclpy.init`` and ``factory()`` may take before the
+            process ends with status 1 (:data:`START_DEADLINE_S`); None: no deadline.
 
     Returns:
         The exit status: 0, or :data:`EXIT_NOT_STARTED` when the autostart configure or
@@ -209,12 +219,15 @@ def run(factory: Callable, args=None, num_threads: int = 4,
         an invalid ``--log-level``) or the node not be built (an invalid remap): stderr
         says why.
     """
+    if start_deadline_s is not None:
+        faulthandler.dump_traceback_later(start_deadline_s, exit=True)
     try:
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     except _rclpy.RCLError as exc:
         hint = (' (a read-only HOME: set ROS_LOG_DIR to a writable directory)'
                 if 'log directory' in str(exc) else '')
         print(f'cannot start: {exc}{hint}', file=sys.stderr)
+        faulthandler.cancel_dump_traceback_later()
         return EXIT_NOT_STARTED
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -224,7 +237,9 @@ def run(factory: Callable, args=None, num_threads: int = 4,
     except Exception as exc:  # rcl's refusals of names and remaps come as several types
         print(f'cannot start: {type(exc).__name__}: {exc}', file=sys.stderr)
         rclpy.try_shutdown()
+        faulthandler.cancel_dump_traceback_later()
         return EXIT_NOT_STARTED
+    faulthandler.cancel_dump_traceback_later()  # built: from now on signals end it
     executor = (SingleTaskExecutor() if num_threads == 1
                 else TaskExecutor(num_threads=num_threads))
     executor.add_node(node)
