@@ -26,7 +26,7 @@ EXECUTOR_THREADS = 8
 def main(args=None) -> int:
     """Entry point of ``ros2 run hayakoe_ros tts_fleet``; returns the exit status.
 
-    0 after SIGINT/SIGTERM or the fleet's lifecycle shutdown transition; 1 when the
+    0 after SIGINT/SIGTERM or the fleet's lifecycle shutdown transition; 78 when the
     autostart configure fails (an invalid ``robots``, an engine that cannot be loaded).
     """
     argv = list(sys.argv if args is None else args)

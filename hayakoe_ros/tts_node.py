@@ -97,12 +97,7 @@ class TTSNode(TeardownNode):
         self._declared = True
         self._log_handler = (None if engine_source else log_bridge.attach(self.get_logger()))
         self._twins = 0  # other nodes of this name on the domain, as last seen
-        self._run_record = RunRecord.begin(self.get_fully_qualified_name(),
-                                           self.context.get_domain_id())
-        if self._run_record.restarts:
-            self.get_logger().warning(
-                f'started again after its process died ({self._run_record.restarts} '
-                'time(s) since its last clean exit); what it held was lost')
+        self._run_record = RunRecord.for_node(self)
         self._group = ReentrantCallbackGroup()
         self._say: Optional[SayActionServer] = None
         self._offboard: Optional[OffboardVoice] = None
@@ -260,14 +255,11 @@ class TTSNode(TeardownNode):
         """``time.monotonic()`` of the newest ``say`` goal's end, or None (runner)."""
         return self._say.last_goal_end if self._say is not None else None
 
-    @staticmethod
-    def wait_released(timeout: float) -> bool:
-        """Nothing outlives a transition here: teardown ends what it starts (runner)."""
-        return True
-
     def prepare_shutdown(self) -> None:
-        """Stop accepting speech; cancel what speaks and waits (goals get results)."""
+        """Stop accepting speech, reject new goals; cancel what speaks and waits."""
         self._active = False
+        if self._say is not None:
+            self._say.close()
         if self._scheduler is not None:
             self._scheduler.stop(CancelReason.SHUTDOWN)
 
@@ -280,9 +272,8 @@ class TTSNode(TeardownNode):
             if not self._scheduler.shutdown():
                 engine = self._loader.detach()
                 if engine is not None:
-                    self.get_logger().warning(
-                        'a synthesis call is still running; the engine is freed when it '
-                        'returns')
+                    self.get_logger().warning('a synthesis call is still running; the '
+                                              'engine is freed when it returns')
                     self._scheduler.when_stopped(engine.close)
             self._scheduler = None
         if self._offboard is not None:
@@ -290,11 +281,12 @@ class TTSNode(TeardownNode):
             self._offboard = None
         if self._say is not None:
             # Goals end as their coroutines resume on executor threads; their results are
-            # sent by executor tasks queued when each coroutine returns, and requests
-            # clients sent before the teardown (cancels, result requests) may still be
-            # queued: destroy() answers them all first. On the main thread (the runner's
+            # sent by executor tasks queued when each coroutine returns, and requests sent
+            # before the teardown (cancels, result requests) may still be queued: destroy()
+            # answers them all first, new goals rejected. On the main thread (the runner's
             # shutdown after a signal) nothing else spins the executor: spin it here.
             spin = threading.current_thread() is threading.main_thread()
+            self._say.close()
             if not self._say.wait_idle(GOALS_END_TIMEOUT_S):
                 self.get_logger().warning('a say goal did not end in time; its result may '
                                           'be lost')
@@ -399,18 +391,22 @@ class TTSNode(TeardownNode):
     def _publish_diagnostics(self) -> None:
         publish_status(self, self._diag_pub, self.diagnostic_status)
 
+    def mark_clean_exit(self) -> None:
+        """The process ends cleanly, even without a teardown: the next start is no restart."""
+        self._run_record.end()
+
     def destroy_node(self) -> None:
         """Detach the log bridge, end the run's record (a clean exit), destroy the node."""
         if self._log_handler is not None:
             log_bridge.detach(self._log_handler)
-        self._run_record.end()
+        self.mark_clean_exit()
         super().destroy_node()
 
 
 def main(args=None) -> int:
     """Entry point of ``ros2 run hayakoe_ros tts_node``; returns the exit status.
 
-    0 after SIGINT/SIGTERM or the lifecycle shutdown transition; 1 when the autostart
+    0 after SIGINT/SIGTERM or the lifecycle shutdown transition; 78 when the autostart
     configure fails (see :func:`hayakoe_ros.node.runner.run`).
     """
     return run(TTSNode, args, EXECUTOR_THREADS)

@@ -174,6 +174,13 @@ def test_services_and_diagnostics_answer_during_the_load_and_sigint_ends_it(
         assert 'interrupted while configuring: exiting' in log and 'ready:' not in log, log
     finally:
         node.stop()
+    # Ctrl-C is a clean exit: the next start of this node is no restart after a crash.
+    again = NodeProcess(OJT, namespace=node.namespace)
+    try:
+        assert 'started again' not in again.log(), again.log()
+        assert _values(ros_client.diagnostics(again))['restarts'] == '0'
+    finally:
+        assert again.stop() == 0, again.log()
 
 
 def test_a_node_that_cannot_be_built_is_a_start_failure(ros_test_domain):

@@ -98,3 +98,66 @@ def test_a_node_that_hangs_while_it_is_built_ends_as_a_crash(ros_test_domain):
                          timeout=60)
     assert out.returncode == 1, out.stderr
     assert 'Timeout (0:00:0' in out.stderr and 'in factory' in out.stderr, out.stderr
+
+
+#: A lifecycle node whose deactivate transition, run on an executor thread as a
+#: ``change_state`` request's is, takes a while and gets a SIGINT in its middle.
+_TRANSITION_SCRIPT = """
+import os, signal, sys, threading, time
+from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
+from hayakoe_ros.node import runner
+
+class Slow(LifecycleNode):
+    lifecycle_label = 'active'
+
+    def __init__(self):
+        super().__init__('slow')
+        self.declare_parameter('autostart', True)
+        self.finalized = threading.Event()
+        self._once = None
+
+    def on_activate(self, state):
+        # Deactivate from an executor thread once active: a lifecycle manager's request.
+        self._once = self.create_timer(0.2, self._deactivate)
+        return TransitionCallbackReturn.SUCCESS
+
+    def _deactivate(self):
+        self._once.cancel()
+        self.trigger_deactivate()
+
+    def on_deactivate(self, state):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(1.0)  # the transition's work, the signal already in
+        print('deactivated', flush=True)
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state):
+        print('shut down from', state.label, flush=True)
+        self.finalized.set()
+        return TransitionCallbackReturn.SUCCESS
+
+    def prepare_shutdown(self):
+        pass
+
+    def goals_running(self):
+        return 0
+
+    def wait_released(self, timeout):
+        return True
+
+sys.exit(runner.run(Slow, args=['slow']))
+"""
+
+
+def test_a_signal_during_a_transition_on_an_executor_thread_waits_for_it(ros_test_domain):
+    """The runner lets the transition end, then shuts the node down: status 0.
+
+    It used to request the shutdown transition at once, which rclpy refuses from a
+    transitional state: a traceback and status 1.
+    """
+    out = subprocess.run([sys.executable, '-c', _TRANSITION_SCRIPT], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert 'Traceback' not in out.stderr, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines == ['deactivated', 'shut down from inactive'], out.stdout + out.stderr

@@ -321,10 +321,10 @@ class FleetNode(TeardownNode):
         ends = [e for _r, node in self._robot_items() if (e := node.last_goal_end()) is not None]
         return max(ends, default=None)
 
-    @staticmethod
-    def wait_released(timeout: float) -> bool:
-        """Nothing outlives a transition here: teardown ends what it starts."""
-        return True
+    def mark_clean_exit(self) -> None:
+        """Every robot's ``mark_clean_exit`` (the process ends without a teardown)."""
+        for _robot, node in self._robot_items():
+            node.mark_clean_exit()
 
     def prepare_shutdown(self) -> None:
         """Every robot stops accepting speech and cancels what speaks and waits."""

@@ -95,6 +95,16 @@ class RunRecord:
             record.path = ''
         return record
 
+    @classmethod
+    def for_node(cls, node) -> 'RunRecord':
+        """:meth:`begin` for an rclpy ``node`` (its name and domain), a restart logged as WARN."""
+        record = cls.begin(node.get_fully_qualified_name(), node.context.get_domain_id())
+        if record.restarts:
+            node.get_logger().warning(
+                f'started again after its process died ({record.restarts} time(s) since '
+                'its last clean exit); what it held was lost')
+        return record
+
     def end(self) -> None:
         """A clean exit: remove the record (the next start is not a restart)."""
         if self.path:

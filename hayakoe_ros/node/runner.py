@@ -30,6 +30,7 @@ from typing import Callable, Optional
 import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+from lifecycle_msgs.msg import State
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.signals import SignalHandlerOptions
 
@@ -50,6 +51,11 @@ SERVICE_RESPONSE_S = 2.0
 
 #: Longest wait for running goals to end at shutdown (s).
 GOALS_END_TIMEOUT_S = 3.0
+
+#: Longest wait at exit for a lifecycle transition a service call started (deactivate,
+#: cleanup, shutdown: they end speech and answer goals, a few seconds at most) before the
+#: node is shut down (s). A configure is not waited for (:func:`_transition_running`).
+TRANSITION_END_TIMEOUT_S = 10.0
 
 #: Longest wait for a node's released resources at exit (s): a player's play-out is
 #: bounded by its own 10 s drain limit.
@@ -175,6 +181,34 @@ def _spin_for(executor, seconds: float) -> None:
         spin_once(executor, 0.05)
 
 
+def _transition_running(node) -> Optional[str]:
+    """Label of the transition the node is in the middle of (``configuring``, ...), or None.
+
+    One that a ``change_state`` request started runs on an executor thread; the node
+    cannot be shut down meanwhile (rclpy refuses a transition from a transitional state),
+    nor its executor's threads joined.
+    """
+    machine = getattr(node, '_state_machine', None)  # rclpy's, Humble to Kilted
+    if machine is None:
+        return None
+    state_id, label = machine.current_state
+    return label if state_id >= State.TRANSITION_STATE_CONFIGURING else None
+
+
+def _exit_now(node, doing: str, code: int) -> None:
+    """End the process at once, without a teardown, while ``doing`` (a label) runs.
+
+    A configure cannot be cut short (a model load in C) and the node must not be torn
+    down under it; nothing is speaking or queued yet. The exit still counts as clean for
+    the restart count (``mark_clean_exit``).
+    """
+    node.get_logger().info(f'interrupted while {doing}: exiting')
+    getattr(node, 'mark_clean_exit', lambda: None)()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def _bring_up(node, failed: threading.Event, stop: threading.Event) -> None:
     """Configure, then activate ``node`` (the ``autostart`` thread); a failure ends the run."""
     for name, trigger in (('configure', node.trigger_configure),
@@ -258,12 +292,14 @@ def run(factory: Callable, args=None, num_threads: int = 4,
         if exit_deadline_s is not None:
             _arm_exit_deadline(code, exit_deadline_s)
         if bring_up is not None and bring_up.is_alive():
-            # Interrupted during the load: a model load in C cannot be cut short, and the
-            # node must not be torn down under it. Nothing is speaking or queued yet.
-            node.get_logger().info('interrupted while configuring: exiting')
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
+            _exit_now(node, 'configuring', code)  # the autostart's configure or activate
+        running = _transition_running(node)
+        until = time.monotonic() + TRANSITION_END_TIMEOUT_S
+        while running not in (None, 'configuring') and time.monotonic() < until:
+            spin_once(executor, 0.05)
+            running = _transition_running(node)
+        if running is not None:
+            _exit_now(node, running, code)
         if rclpy.ok() and not node.finalized.is_set():
             had_goals = node.goals_running() > 0
             node.prepare_shutdown()

@@ -131,6 +131,7 @@ class SayActionServer:
         self._arrived = itertools.count()
         self._goals: dict = {}
         self._last_end: Optional[float] = None  # monotonic s of the newest goal's end
+        self._closed = False  # close(): goal requests are rejected
         burst = QoSProfile(depth=BURST_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
         self._server = DrainableActionServer(
             node, TTS, name, on_goal=self._on_arrival, execute_callback=self._execute,
@@ -178,6 +179,7 @@ class SayActionServer:
         Returns:
             False when a step timed out (a response may not have gone out).
         """
+        self.close()
         executor = self._node.executor
         if executor is None or self._node not in executor.get_nodes():
             # Nothing serves it (or the executor was shut down): nothing builds wait sets
@@ -195,9 +197,17 @@ class SayActionServer:
         return done
 
     # -------------------------------------------------------------- callbacks
-    @staticmethod
-    def _on_goal(_request) -> GoalResponse:
-        return GoalResponse.ACCEPT
+    def close(self) -> None:
+        """Reject every goal request from now on (the node is going away).
+
+        A goal accepted then would be answered by an action server about to be
+        destroyed: its client could wait for a result that never comes. Goals already
+        accepted run to their end as before.
+        """
+        self._closed = True
+
+    def _on_goal(self, _request) -> GoalResponse:
+        return GoalResponse.REJECT if self._closed else GoalResponse.ACCEPT
 
     def _on_arrival(self, key: bytes) -> None:  # the spinning thread, in arrival order
         with self._lock:

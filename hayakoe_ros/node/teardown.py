@@ -29,6 +29,11 @@ class TeardownNode(LifecycleNode):
     def _teardown(self) -> None:
         raise NotImplementedError
 
+    @staticmethod
+    def wait_released(timeout: float) -> bool:
+        """Nothing outlives a transition here: teardown ends what it starts (runner)."""
+        return True
+
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Free what ``on_configure`` made; back to unconfigured."""
         self._teardown()
