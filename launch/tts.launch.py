@@ -7,9 +7,10 @@ which plays the audio on the robot's speaker (``player_device:=`` picks the devi
 
 ``tts_node`` is started again when its process dies (``respawn:=true``, the default;
 after ``respawn_delay`` s); its ``/diagnostics`` then count the restarts. A clean exit
-(the lifecycle shutdown transition, SIGINT) ends the launch, ``player_node`` included,
-and so does a node that could not start (exit code 78: an invalid parameter or argument,
-a model that does not load), which a respawn would only repeat.
+(the lifecycle shutdown transition, SIGINT, SIGTERM) ends the launch, ``player_node``
+included, and so does a node that could not start (exit code 78: an invalid parameter or
+argument, a model that does not load; ``player_node``'s too), which a respawn would only
+repeat.
 
 Parameters come from ``config/tts.yaml`` (or ``params_file:=``); any voice/engine argument
 given on the command line overrides the file. ``ros2 launch hayakoe_ros tts.launch.py
@@ -47,6 +48,7 @@ PARAMETER_ARGUMENTS = {
     'queue_policy': (str, "'enqueue' (FIFO), 'interrupt' (new speech cancels the current "
                           "one) or 'replace' (newest wins: the queue is dropped too)."),
     'chunk': (int, 'Frames per audio message.'),
+    'output_rate': (int, "Sample rate of the published audio (Hz); 0 = the engine's own."),
     'frame_id': (str, 'header.frame_id of audio messages.'),
     'autostart': (bool, 'Configure and activate without a lifecycle manager (true/false).'),
 }
@@ -117,7 +119,7 @@ def _node(context, *args, **kwargs):
             value = LaunchConfiguration(arg).perform(context)
             if value != '':
                 player_params[name] = typed(arg, kind, value)
-        nodes.append(LifecycleNode(
+        player = LifecycleNode(
             package='hayakoe_ros',
             executable='player_node',
             name='player_node',
@@ -127,7 +129,11 @@ def _node(context, *args, **kwargs):
             remappings=[('audio', LaunchConfiguration('audio_topic'))],
             arguments=['--ros-args', '--log-level',
                        f"{node_logger_name(namespace, 'player_node')}:={level}"],
-        ))
+        )
+        # play:=true asked for sound: a player that cannot start (no such device, an
+        # invalid parameter) ends the launch rather than leave a robot that speaks unheard.
+        nodes += [RegisterEventHandler(OnProcessExit(target_action=player,
+                                                     on_exit=_on_player_exit)), player]
     respawn = typed('respawn', bool, LaunchConfiguration('respawn').perform(context))
     tts_node = LifecycleNode(
         package='hayakoe_ros',
@@ -149,14 +155,22 @@ def _node(context, *args, **kwargs):
     return nodes + [tts_node]
 
 
+def _not_started(name: str, context) -> list:
+    return [] if context.is_shutdown else [
+        LogInfo(msg=f'{name} could not start (exit code {NOT_STARTED}): not started '
+                    'again; ending the launch'),
+        EmitEvent(event=Shutdown(reason=f'{name} could not start'))]
+
+
+def _on_player_exit(event, context):
+    return _not_started('player_node', context) if event.returncode == NOT_STARTED else None
+
+
 def _on_tts_exit(respawn, event, context):
     if event.returncode == NOT_STARTED:
         # It could not start (its error is above): a respawn would fail the same way,
         # every respawn_delay, for ever.
-        return None if context.is_shutdown else [
-            LogInfo(msg=f'tts_node could not start (exit code {NOT_STARTED}): not '
-                        'started again; ending the launch'),
-            EmitEvent(event=Shutdown(reason='tts_node could not start'))]
+        return _not_started('tts_node', context)
     if event.returncode == 0:
         # After SIGINT the launch is shutting down already: a second Shutdown event makes
         # launch_ros raise ('Cannot shutdown a ROS adapter that is not running').

@@ -21,6 +21,8 @@ from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescr
                                 ParameterType)
 from rclpy.qos_overriding_options import QoSOverridingOptions, QoSPolicyKind
 
+from .lifecycle_state import transition_running
+
 __all__ = ['Apply', 'ParameterSpec', 'QOS_OVERRIDES', 'Value', 'before_set', 'declare_specs',
            'name_error', 'next_configure_error', 'split_names', 'unknown_parameters']
 
@@ -222,12 +224,18 @@ def before_set(params: list, specs: dict, warn: Optional[Callable[[str], object]
 def next_configure_error(node, name: str, value, active: bool, who: str = 'node') -> str:
     """Why setting ``name`` (applied at the next configure) to ``value`` is refused now.
 
-    '' while ``node`` is not active, and for the value it has already: ``ros2 param load``
-    of a dump sets every parameter, those that apply at the next configure included.
+    '' while ``node`` is neither active nor configuring, and for the value it has already:
+    ``ros2 param load`` of a dump sets every parameter, those that apply at the next
+    configure included.
     ``who`` is what to deactivate (``node``, ``fleet``).
     """
-    if not active or value == node.get_parameter(name).value:
+    # A configure reads its parameters as it goes: a value set meanwhile might apply in part.
+    configuring = transition_running(node) == 'configuring'
+    if not (active or configuring) or value == node.get_parameter(name).value:
         return ''
+    if configuring:
+        return (f"parameter '{name}' applies at the next configure, and the {who} is "
+                'configuring now: set it once that has ended')
     return (f"parameter '{name}' applies at the next configure; deactivate the {who} first "
             '(it is active)')
 

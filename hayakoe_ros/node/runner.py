@@ -30,11 +30,11 @@ from typing import Callable, Optional
 import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
-from lifecycle_msgs.msg import State
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.signals import SignalHandlerOptions
 
 from .executor_wait import caught_up, queue_task, spin_once
+from .lifecycle_state import transition_running
 from .task_executor import SingleTaskExecutor, TaskExecutor
 
 #: Longest wait for goal results and service responses to go out before an action server
@@ -52,9 +52,11 @@ SERVICE_RESPONSE_S = 2.0
 #: Longest wait for running goals to end at shutdown (s).
 GOALS_END_TIMEOUT_S = 3.0
 
-#: Longest wait at exit for a lifecycle transition a service call started (deactivate,
-#: cleanup, shutdown: they end speech and answer goals, a few seconds at most) before the
-#: node is shut down (s). A configure is not waited for (:func:`_transition_running`).
+#: Longest wait at exit for a lifecycle transition a ``change_state`` call started
+#: (deactivate, cleanup, shutdown: they end speech and answer goals, a few seconds at most)
+#: before the node is shut down (s). Such a transition runs on an executor thread, and
+#: meanwhile the node can be neither shut down (rclpy refuses a transition from a
+#: transitional state) nor its executor's threads joined. A configure is not waited for.
 TRANSITION_END_TIMEOUT_S = 10.0
 
 #: Longest wait for a node's released resources at exit (s): a player's play-out is
@@ -181,20 +183,6 @@ def _spin_for(executor, seconds: float) -> None:
         spin_once(executor, 0.05)
 
 
-def _transition_running(node) -> Optional[str]:
-    """Label of the transition the node is in the middle of (``configuring``, ...), or None.
-
-    One that a ``change_state`` request started runs on an executor thread; the node
-    cannot be shut down meanwhile (rclpy refuses a transition from a transitional state),
-    nor its executor's threads joined.
-    """
-    machine = getattr(node, '_state_machine', None)  # rclpy's, Humble to Kilted
-    if machine is None:
-        return None
-    state_id, label = machine.current_state
-    return label if state_id >= State.TRANSITION_STATE_CONFIGURING else None
-
-
 def _exit_now(node, doing: str, code: int) -> None:
     """End the process at once, without a teardown, while ``doing`` (a label) runs.
 
@@ -293,11 +281,11 @@ def run(factory: Callable, args=None, num_threads: int = 4,
             _arm_exit_deadline(code, exit_deadline_s)
         if bring_up is not None and bring_up.is_alive():
             _exit_now(node, 'configuring', code)  # the autostart's configure or activate
-        running = _transition_running(node)
+        running = transition_running(node)
         until = time.monotonic() + TRANSITION_END_TIMEOUT_S
         while running not in (None, 'configuring') and time.monotonic() < until:
             spin_once(executor, 0.05)
-            running = _transition_running(node)
+            running = transition_running(node)
         if running is not None:
             _exit_now(node, running, code)
         if rclpy.ok() and not node.finalized.is_set():

@@ -12,7 +12,12 @@ from __future__ import annotations
 
 import threading
 
-from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.lifecycle import (LifecycleNode, LifecycleNodeMixin, LifecycleState,
+                             TransitionCallbackReturn)
+from rclpy.node import Node
+
+from .lifecycle_state import destroy_state_machine
 
 
 class TeardownNode(LifecycleNode):
@@ -25,6 +30,17 @@ class TeardownNode(LifecycleNode):
     _active: bool
     _state_label: str
     finalized: threading.Event
+
+    def __init__(self, node_name: str, **kwargs) -> None:
+        # LifecycleNode.__init__'s two steps, with a group of their own for the lifecycle
+        # services: rclpy's puts them in the node's default group, where they run one at a
+        # time with the parameter services, so during a configure requested as a
+        # change_state call (a model load, seconds) neither get_state nor a parameter
+        # request was answered. The state machine refuses a second transition while one
+        # runs, so these services may run side by side.
+        Node.__init__(self, node_name, **kwargs)
+        LifecycleNodeMixin.__init__(self, enable_communication_interface=True,
+                                    callback_group=ReentrantCallbackGroup())
 
     def _teardown(self) -> None:
         raise NotImplementedError
@@ -66,6 +82,4 @@ class TeardownNode(LifecycleNode):
         each reporting "2 nodes of this name" on /diagnostics).
         """
         super().destroy_node()
-        machine = getattr(self, '_state_machine', None)  # rclpy's, Humble to Kilted
-        if machine is not None:
-            machine.destroy_when_not_in_use()
+        destroy_state_machine(self)

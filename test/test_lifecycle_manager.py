@@ -1,12 +1,13 @@
 # Copyright 2026 The hayakoe_ros Authors
 # SPDX-License-Identifier: AGPL-3.0-or-later
-"""tts_node's exit while a lifecycle manager drives it, and goals sent as it goes away.
+"""tts_node driven by a lifecycle manager, and goals sent as it goes away.
 
 A lifecycle manager requests transitions as service calls, which run on an executor
 thread; ``ros2 launch`` sends SIGINT on Ctrl-C at about the same moment. The exit must
 still be clean (status 0, no traceback, no wait for a model load), count as clean for
 the restart count, and every goal request answered: a goal the node cannot speak any
-more is rejected, never accepted and left without a result.
+more is rejected, never accepted and left without a result. A parameter that applies at
+the next configure is refused while a configure runs (it would apply in part).
 """
 
 import signal
@@ -17,6 +18,8 @@ from audio_common_msgs.action import TTS
 from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState
 import pytest
+from rclpy.parameter import Parameter
+from rclpy.parameter_client import AsyncParameterClient
 
 from ros_utils import NodeProcess, send_goal, wait_future
 
@@ -43,11 +46,7 @@ def test_a_signal_during_a_requested_configure_exits_at_once_and_cleanly(ros_cli
     node = NodeProcess(dict(OJT, autostart=False, phrase_cache_mb=8,
                             preload_phrases=PHRASES), wait_ready=False)
     try:
-        srv = ros_client.node.create_client(ChangeState, node.topic('tts_node/change_state'))
-        assert srv.wait_for_service(timeout_sec=30), node.log()
-        request = ChangeState.Request()
-        request.transition.id = Transition.TRANSITION_CONFIGURE
-        srv.call_async(request)
+        _configure_async(ros_client, node)
         _lifecycle_state(ros_client, node, 'configuring')
         node.proc.send_signal(signal.SIGINT)
         t0 = time.monotonic()
@@ -65,6 +64,50 @@ def test_a_signal_during_a_requested_configure_exits_at_once_and_cleanly(ros_cli
         assert 'started again' not in again.log(), again.log()
     finally:
         assert again.stop() == 0, again.log()
+
+
+def _configure_async(client, node):
+    srv = client.node.create_client(ChangeState, node.topic('tts_node/change_state'))
+    assert srv.wait_for_service(timeout_sec=30), node.log()
+    request = ChangeState.Request()
+    request.transition.id = Transition.TRANSITION_CONFIGURE
+    return srv.call_async(request)
+
+
+def test_a_requested_configure_leaves_the_node_answering(ros_client):
+    """During a ``change_state`` configure the lifecycle and parameter services answer.
+
+    A second transition is refused, and so is a parameter for the next configure.
+    """
+    from lifecycle_msgs.srv import GetState
+
+    node = NodeProcess(dict(OJT, autostart=False, phrase_cache_mb=8,
+                            preload_phrases=PHRASES), wait_ready=False)
+    try:
+        params = AsyncParameterClient(ros_client.node, node.topic(node.name))
+        assert params.wait_for_services(timeout_sec=30), node.log()
+        get_state = ros_client.node.create_client(GetState, node.topic('tts_node/get_state'))
+        assert get_state.wait_for_service(timeout_sec=30), node.log()
+        configured = _configure_async(ros_client, node)
+        _lifecycle_state(ros_client, node, 'configuring')
+        state = wait_future(get_state.call_async(GetState.Request()), 10).current_state
+        answered_during = not configured.done()
+        again = wait_future(_configure_async(ros_client, node), 10)
+        future = params.set_parameters([Parameter('output_rate', value=16000)])
+        result = wait_future(future, 10).results[0]
+        assert answered_during, 'get_state answered only once the configure had ended'
+        assert not configured.done(), 'the preload ended too soon for this test'
+        assert state.label == 'configuring', state
+        assert not again.success  # one transition at a time
+        assert not result.successful, node.log()
+        assert 'configuring now' in result.reason, result.reason
+        assert wait_future(configured, 60).success, node.log()
+        got = wait_future(params.get_parameters(['output_rate']), 10).values[0]
+        assert got.integer_value == 0, got  # unchanged: what the configure used
+        future = params.set_parameters([Parameter('output_rate', value=16000)])
+        assert wait_future(future, 10).results[0].successful  # inactive now: taken
+    finally:
+        assert node.stop() == 0, node.log()
 
 
 def test_a_goal_sent_while_the_node_exits_is_rejected_not_left_unanswered(ros_client):
