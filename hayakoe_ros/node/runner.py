@@ -102,8 +102,10 @@ def _arm_exit_deadline(code: int, seconds: float) -> None:
     it, and is never disarmed. First each thread's stack goes to stderr (the node's log),
     so that the hang can be told apart from a slow exit.
     """
+    ended = threading.Event()  # never set: the process ends first, or this thread ends it
+
     def watch() -> None:
-        time.sleep(seconds)
+        ended.wait(seconds)
         print(f'[runner] the process has not ended {seconds:.0f} s after its run was over; '
               f'ending it with status {code}. Every thread:', file=sys.stderr, flush=True)
         faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
