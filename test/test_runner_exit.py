@@ -22,21 +22,19 @@ pytestmark = pytest.mark.ros
 #: The deadline the tests give the runner (s); the default is 30 s.
 DEADLINE_S = 2.0
 
-#: A lifecycle node with what the runner asks of one; it sends itself SIGINT once built.
-#: ``{hang}`` is the statement its ``wait_released`` hangs in.
-_SCRIPT = """
-import ctypes, os, signal, sys, threading
+#: A lifecycle node with what the runner asks of one, for the scripts below to extend.
+_BASE = """
+import ctypes, os, signal, sys, threading, time
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from hayakoe_ros.node import runner
 
-class Wedged(LifecycleNode):
+class Base(LifecycleNode):
     lifecycle_label = 'active'
 
-    def __init__(self):
-        super().__init__('wedged')
-        self.declare_parameter('autostart', False)
+    def __init__(self, name, autostart):
+        super().__init__(name)
+        self.declare_parameter('autostart', autostart)
         self.finalized = threading.Event()
-        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
 
     def prepare_shutdown(self):
         pass
@@ -44,9 +42,21 @@ class Wedged(LifecycleNode):
     def goals_running(self):
         return 0
 
+    def wait_released(self, timeout):
+        return True
+
     def on_shutdown(self, state):
+        print('shut down from', state.label, flush=True)
         self.finalized.set()
         return TransitionCallbackReturn.SUCCESS
+"""
+
+#: It sends itself SIGINT once built; ``{hang}`` is what its ``wait_released`` hangs in.
+_SCRIPT = _BASE + """
+class Wedged(Base):
+    def __init__(self):
+        super().__init__('wedged', False)
+        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
 
     def wait_released(self, timeout):
         print('releasing', flush=True)
@@ -102,18 +112,10 @@ def test_a_node_that_hangs_while_it_is_built_ends_as_a_crash(ros_test_domain):
 
 #: A lifecycle node whose deactivate transition, run on an executor thread as a
 #: ``change_state`` request's is, takes a while and gets a SIGINT in its middle.
-_TRANSITION_SCRIPT = """
-import os, signal, sys, threading, time
-from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
-from hayakoe_ros.node import runner
-
-class Slow(LifecycleNode):
-    lifecycle_label = 'active'
-
+_TRANSITION_SCRIPT = _BASE + """
+class Slow(Base):
     def __init__(self):
-        super().__init__('slow')
-        self.declare_parameter('autostart', True)
-        self.finalized = threading.Event()
+        super().__init__('slow', True)
         self._once = None
 
     def on_activate(self, state):
@@ -130,20 +132,6 @@ class Slow(LifecycleNode):
         time.sleep(1.0)  # the transition's work, the signal already in
         print('deactivated', flush=True)
         return TransitionCallbackReturn.SUCCESS
-
-    def on_shutdown(self, state):
-        print('shut down from', state.label, flush=True)
-        self.finalized.set()
-        return TransitionCallbackReturn.SUCCESS
-
-    def prepare_shutdown(self):
-        pass
-
-    def goals_running(self):
-        return 0
-
-    def wait_released(self, timeout):
-        return True
 
 sys.exit(runner.run(Slow, args=['slow']))
 """
