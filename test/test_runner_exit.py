@@ -149,3 +149,41 @@ def test_a_signal_during_a_transition_on_an_executor_thread_waits_for_it(ros_tes
     assert 'Traceback' not in out.stderr, out.stderr
     lines = out.stdout.splitlines()
     assert lines == ['deactivated', 'shut down from inactive'], out.stdout + out.stderr
+
+
+#: A lifecycle node that, once told to stop (after a SIGINT it sends itself), gets the
+#: shutdown transition from an executor thread while the runner lets results out: a
+#: lifecycle manager's request arriving after the signal.
+_REQUEST_AFTER_SIGNAL_SCRIPT = _BASE + """
+class Raced(Base):
+    def __init__(self):
+        super().__init__('raced', True)
+        self._goals = 1  # one goal ran: the runner lets results out for a while
+        self._request = None
+
+    def on_activate(self, state):
+        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+        return TransitionCallbackReturn.SUCCESS
+
+    def goals_running(self):
+        return self._goals
+
+    def prepare_shutdown(self):
+        self._goals = 0
+        self._request = self.create_timer(0.3, self._shutdown_request)
+
+    def _shutdown_request(self):
+        self._request.cancel()
+        self.trigger_shutdown()
+
+sys.exit(runner.run(Raced, args=['raced']))
+"""
+
+
+def test_a_shutdown_request_after_the_signal_is_the_one_shutdown(ros_test_domain):
+    """Status 0 and one shutdown; the runner's own used to raise rclpy's RCLError."""
+    out = subprocess.run([sys.executable, '-c', _REQUEST_AFTER_SIGNAL_SCRIPT],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert 'Traceback' not in out.stderr, out.stderr
+    assert out.stdout.splitlines() == ['shut down from active'], out.stdout + out.stderr

@@ -199,6 +199,42 @@ def _exit_now(node, doing: str, code: int) -> None:
     os._exit(code)
 
 
+def _await_transition(node, executor, code: int) -> None:
+    """Let a transition that a ``change_state`` request started end, spinning meanwhile.
+
+    At most :data:`TRANSITION_END_TIMEOUT_S`; a configure is not waited for. If one still
+    runs then, the process ends at once (:func:`_exit_now`).
+    """
+    running = transition_running(node)
+    until = time.monotonic() + TRANSITION_END_TIMEOUT_S
+    while running not in (None, 'configuring') and time.monotonic() < until:
+        spin_once(executor, 0.05)
+        running = transition_running(node)
+    if running is not None:
+        _exit_now(node, running, code)
+
+
+def _shut_down(node, executor, code: int) -> None:
+    """The shutdown transition from this thread, unless a request's came first.
+
+    A lifecycle manager may ask for the shutdown (or another transition) while this
+    process is already ending after a signal; rclpy refuses a shutdown from a
+    transitional state or once finalized (``RCLError``). Then the request's transition is
+    let end, and if it was the shutdown, its response is let out.
+    """
+    for _ in range(3):  # a request can slip in between the check and the trigger: rare
+        _await_transition(node, executor, code)
+        if node.finalized.is_set():
+            _spin_for(executor, SERVICE_RESPONSE_S)
+            return
+        try:
+            node.trigger_shutdown()
+            return
+        except _rclpy.RCLError:
+            continue
+    node.get_logger().warning('the shutdown transition could not be made: exiting')
+
+
 def _bring_up(node, failed: threading.Event, stop: threading.Event) -> None:
     """Configure, then activate ``node`` (the ``autostart`` thread); a failure ends the run."""
     for name, trigger in (('configure', node.trigger_configure),
@@ -283,13 +319,7 @@ def run(factory: Callable, args=None, num_threads: int = 4,
             _arm_exit_deadline(code, exit_deadline_s)
         if bring_up is not None and bring_up.is_alive():
             _exit_now(node, 'configuring', code)  # the autostart's configure or activate
-        running = transition_running(node)
-        until = time.monotonic() + TRANSITION_END_TIMEOUT_S
-        while running not in (None, 'configuring') and time.monotonic() < until:
-            spin_once(executor, 0.05)
-            running = transition_running(node)
-        if running is not None:
-            _exit_now(node, running, code)
+        _await_transition(node, executor, code)
         if rclpy.ok() and not node.finalized.is_set():
             had_goals = node.goals_running() > 0
             node.prepare_shutdown()
@@ -311,7 +341,7 @@ def run(factory: Callable, args=None, num_threads: int = 4,
                 # newest goal's end.
                 since = 0.0 if had_goals or last is None else time.monotonic() - last
                 _spin_for(executor, SERVICE_RESPONSE_S - since)
-            node.trigger_shutdown()
+            _shut_down(node, executor, code)
         else:  # the shutdown transition came as a service call: let its response go out
             # The response is sent after the callback returns, on another executor thread,
             # and nothing signals it: spin a bounded while (SERVICE_RESPONSE_S; a marker
