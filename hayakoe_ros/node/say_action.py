@@ -160,6 +160,15 @@ class SayActionServer:
         with self._lock:
             return self._lock.wait_for(lambda: not self._goals, timeout)
 
+    def close(self) -> None:
+        """Reject every goal request from now on (the node is going away).
+
+        A goal accepted then would be answered by an action server about to be
+        destroyed: its client could wait for a result that never comes. Goals already
+        accepted run to their end as before.
+        """
+        self._closed = True
+
     def destroy(self, timeout: float = DESTROY_STEP_TIMEOUT_S, spin: bool = False) -> bool:
         """Answer the requests received so far, then destroy the action server.
 
@@ -197,15 +206,6 @@ class SayActionServer:
         return done
 
     # -------------------------------------------------------------- callbacks
-    def close(self) -> None:
-        """Reject every goal request from now on (the node is going away).
-
-        A goal accepted then would be answered by an action server about to be
-        destroyed: its client could wait for a result that never comes. Goals already
-        accepted run to their end as before.
-        """
-        self._closed = True
-
     def _on_goal(self, _request) -> GoalResponse:
         return GoalResponse.REJECT if self._closed else GoalResponse.ACCEPT
 
