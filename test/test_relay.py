@@ -362,3 +362,35 @@ def test_backoff_grows_after_repeated_failures_and_resets_on_success():
     assert health.failures == 0 and health.due()
     assert health.values()['offboard_last_failure'] == 'lost'
 
+
+
+def test_audio_held_back_by_pacing_is_no_stall_of_the_host(tiny_engine, openjtalk_engine):
+    """The host's audio for an utterance waits while the robot's one before it still plays.
+
+    With pacing, handing a relayed chunk over waits until the robot's audio before it is
+    nearly out, and the host's next chunks queue meanwhile: that wait is no stall of the
+    host. (A fleet robot that had spoken one utterance onboard gave the host up after the
+    first chunk of each utterance queued behind it: "the host audio stopped".)
+    """
+    host = Host(tiny_engine, refuse='the host is down')
+    robot = Robot(openjtalk_engine, host, pacing=True, offboard_stall_s=0.5)
+    try:
+        onboard_text = '今日はとても長いお話をします。' * 2
+        _, segments = prepare(onboard_text, 2000, 60)
+        first = robot.sched.submit(segments, VoiceParams(), source=onboard_text)
+        deadline = time.monotonic() + REAL_TIMEOUT_S
+        while not first.spoken_by and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert first.spoken_by.startswith('onboard'), first.spoken_by
+        host.refuse = ''  # the host is back for the next utterance
+        # More of the host's chunks than the robot's playback queue holds (64).
+        _, segments = prepare(TEXT, 2000, 60)
+        second = robot.sched.submit(segments, VoiceParams(), source=TEXT)
+        assert first.wait(REAL_TIMEOUT_S * 3) and second.wait(REAL_TIMEOUT_S * 3)
+        assert first.audio_s > 2.0  # long enough to hold the host's audio back
+        assert second.outcome is Outcome.SUCCEEDED, second.error
+        assert second.spoken_by == f'host {Host.name}', second.spoken_by
+        assert second.heard == TEXT
+    finally:
+        robot.close()
+        host.sched.shutdown()

@@ -222,6 +222,12 @@ def _relay_call(call: RemoteCall, utt: Utterance, attempt: Attempt, gain: float,
             if not relay.audio(event, put, last_audio):
                 call.cancel()
                 return _Relayed(stopped=True, handed=relay.handed)
+            # Handing audio over waits while the robot's audio before it still plays
+            # (pacing: an utterance spoken onboard, seconds long); the host's next audio
+            # waits in the call's queue meanwhile. The stall is counted from when the
+            # relay can take it again: counted from its arrival, every utterance queued
+            # behind one spoken onboard gave the host up after its first chunk.
+            last_audio = clock()
         elif isinstance(event, RemoteEnd):
             if not event.succeeded:
                 return relay.cut(f'the host failed: {event.error}', put, clock)
