@@ -37,11 +37,12 @@ def pair(ros_test_domain):
     host = rclpy.create_node('host', namespace=namespace, context=ctx)
     robot = rclpy.create_node('robot', namespace=namespace, context=ctx)
     group = ReentrantCallbackGroup()
-    record = {'cancels': [], 'ended': None}
+    record = {'cancels': [], 'ended': None, 'reject': 1, 'chunks_after_cancel': 0}
 
     def on_cancel(_handle):
         record['cancels'].append(time.monotonic())
-        return CancelResponse.REJECT if len(record['cancels']) == 1 else CancelResponse.ACCEPT
+        return CancelResponse.REJECT if len(record['cancels']) <= record['reject'] \
+            else CancelResponse.ACCEPT
 
     def execute(handle):
         samples = np.full(1600, 1000, np.int16)  # 0.1 s at 16 kHz
@@ -53,6 +54,7 @@ def pair(ros_test_domain):
             chunk = AudioChunk(samples=samples, valid_frames=samples.size, sample_rate=16000,
                                play_time=0.0, index=i)
             handle.publish_feedback(TTS.Feedback(audio=chunk_to_msg(chunk, 0, 'host')))
+            record['chunks_after_cancel'] += 1 if record['cancels'] else 0
             time.sleep(0.1)
         handle.succeed()
         record['ended'] = 'succeeded'
@@ -91,3 +93,34 @@ def test_a_cancel_turned_down_is_sent_again_until_the_host_takes_it(pair):
         time.sleep(0.05)
     assert record['ended'] == 'canceled', record
     assert len(record['cancels']) >= 2  # the first was turned down, a later one taken
+
+
+def test_the_hosts_audio_for_a_goal_given_up_sends_the_cancel_again_at_once(pair):
+    """A host that speaks on for a goal the robot gave up is told again, at once.
+
+    Requests sent while a host was stalled (SIGSTOP, 2-8 s) were not taken when it went
+    on, and the host spoke up to a retry period (2 s) more of the abandoned goal, busy
+    for the robot's next utterance. Here the host turns three cancels down, speaking 0.1
+    s chunks meanwhile: each chunk that reaches the robot sends the cancel again (at
+    most every 0.1 s), so the host stops after a few chunks, not after seconds of them.
+    """
+    from hayakoe_ros.node.offboard import OffboardVoice
+    from hayakoe_ros.speech.remote import RemoteAudio
+
+    robot, action, group, record = pair
+    record['reject'] = 3
+    voice = OffboardVoice(robot, action, 100, group)
+    deadline = time.monotonic() + 20
+    while not voice.available:
+        assert time.monotonic() < deadline, 'the host was never found'
+        time.sleep(0.05)
+    call = voice.call('長いお知らせです。', 1.0)
+    assert isinstance(call.get(20), RemoteAudio)  # the host speaks
+    call.cancel()
+    deadline = time.monotonic() + 20
+    while record['ended'] is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert record['ended'] == 'canceled', record
+    assert len(record['cancels']) == 4, record
+    # Without the resend on audio: a retry every 0.25, 0.5, 1 s: about 17 chunks.
+    assert record['chunks_after_cancel'] <= 10, record

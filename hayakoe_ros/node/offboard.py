@@ -45,11 +45,20 @@ from .decode import decode
 from ..speech.remote import RemoteAudio, RemoteEnd, RemoteMark, RemoteUnavailable
 from .parameters import RATE_RANGE
 
-#: How often a cancel of a host goal is sent again while the goal goes on (s). A request
-#: sent while the link is cut for longer than DDS's lease (Fast DDS: 20 s) never arrives,
-#: and the host then spoke the abandoned goal to its end (90 s of audio, measured), busy
-#: for the robot's next utterances long after the link came back.
-CANCEL_RETRY_S = 2.0
+#: When a cancel of a host goal not yet taken is sent again (s): first this long after
+#: the cancel, then at doubling intervals up to :data:`CANCEL_RETRY_MAX_S`. A request sent
+#: while the link is cut for longer than DDS's lease (Fast DDS: 20 s) never arrives, and
+#: the host then spoke the abandoned goal to its end (90 s of audio, measured), busy for
+#: the robot's next utterances long after the link came back. Requests sent while the
+#: host was stalled for a few seconds (SIGSTOP, 2-8 s) were not taken when it went on
+#: either: only the first one sent after it (loopback, Fast DDS), so a host back from a
+#: stall spoke up to one interval of the goal the robot had given up.
+CANCEL_RETRY_S = 0.25
+#: Longest interval between two sends of one cancel (s).
+CANCEL_RETRY_MAX_S = 2.0
+#: Shortest interval between two sends of one cancel (s): the host's audio for a goal
+#: given up sends it again at once (the host is back), at most this often.
+CANCEL_RESEND_MIN_S = 0.1
 #: How long a cancel is sent again (s): a host that never answers is left alone.
 CANCEL_GIVE_UP_S = 600.0
 _ENDED = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_ABORTED, GoalStatus.STATUS_CANCELED,
@@ -150,7 +159,14 @@ class _Call:
             self._ask_result(handle)
 
     def on_feedback(self, feedback) -> None:
-        """One chunk of the host's audio (executor thread)."""
+        """One chunk of the host's audio (executor thread).
+
+        Audio of a goal given up says the host is there and has not taken the cancel:
+        it goes out again now.
+        """
+        if self._given_up:
+            self._owner.cancel_again(self.key)
+            return
         audio = feedback.feedback.audio
         try:
             pcm = decode(audio)
@@ -210,10 +226,13 @@ class OffboardVoice:
         self._calls: dict = {}  # goal id (32 hex digits) -> _Call
         self._sub = node.create_subscription(String, marks_topic(action), self._on_mark,
                                              qos, callback_group=callback_group)
-        # Goals given up: key -> (handle, first cancel's time), until the host took one.
+        # Goals given up: key -> [handle, first cancel's time, next send's time,
+        # interval], until the host took one. The timer ticks only while one is pending:
+        # an idle robot wakes for nothing.
         self._canceling: dict = {}
         self._cancel_timer = node.create_timer(CANCEL_RETRY_S, self._send_cancels_again,
                                                callback_group=callback_group)
+        self._cancel_timer.cancel()
 
     @property
     def available(self) -> bool:
@@ -243,28 +262,55 @@ class OffboardVoice:
         return call
 
     def cancel_goal(self, key: str, handle) -> None:
-        """Cancel the host's goal, and again every :data:`CANCEL_RETRY_S` until it is taken.
+        """Cancel the host's goal, and again until it is taken.
 
-        Taken: the goal's status (the action's status topic) says it is canceling or has
-        ended; a request lost on the way (a link cut past the DDS lease) is sent again
-        once the host is back, for at most :data:`CANCEL_GIVE_UP_S`.
+        Sent again :data:`CANCEL_RETRY_S` after, then at doubling intervals up to
+        :data:`CANCEL_RETRY_MAX_S`, until the goal's status (the action's status topic)
+        says it is canceling or has ended: a request lost on the way (a link cut past
+        the DDS lease, a stalled host) is sent again once the host is back, for at most
+        :data:`CANCEL_GIVE_UP_S`.
         """
+        now = time.monotonic()
         with self._lock:
-            self._canceling.setdefault(key, (handle, time.monotonic()))
+            if key not in self._canceling:
+                self._canceling[key] = [handle, now, now + CANCEL_RETRY_S, CANCEL_RETRY_S, now]
+            if self._cancel_timer.is_canceled():
+                self._cancel_timer.reset()
         handle.cancel_goal_async()
         self.wake()
 
     def _send_cancels_again(self) -> None:
-        """The timer's tick (executor thread): cancels not yet taken go out again."""
+        """The timer's tick (executor thread): cancels not yet taken and due go out again."""
+        now = time.monotonic()
+        due = []
+        with self._lock:
+            for key, entry in list(self._canceling.items()):
+                handle, since, next_at, interval, _ = entry
+                if handle.status in _ENDED or now - since > CANCEL_GIVE_UP_S:
+                    del self._canceling[key]
+                elif now >= next_at:
+                    interval = min(CANCEL_RETRY_MAX_S, 2.0 * interval)
+                    entry[2:] = [now + interval, interval, now]
+                    due.append(handle)
+            if not self._canceling:
+                self._cancel_timer.cancel()
+        for handle in due:
+            handle.cancel_goal_async()
+
+    def cancel_again(self, key: str) -> None:
+        """Send a pending cancel again now: the host spoke for its goal.
+
+        Not when one went out in the last :data:`CANCEL_RESEND_MIN_S`, nor for a goal
+        whose cancel was taken already.
+        """
         now = time.monotonic()
         with self._lock:
-            pending = list(self._canceling.items())
-        for key, (handle, since) in pending:
-            if handle.status in _ENDED or now - since > CANCEL_GIVE_UP_S:
-                with self._lock:
-                    self._canceling.pop(key, None)
-            else:
-                handle.cancel_goal_async()
+            entry = self._canceling.get(key)
+            if entry is None or now - entry[4] < CANCEL_RESEND_MIN_S:
+                return
+            entry[4] = now
+            handle = entry[0]
+        handle.cancel_goal_async()
 
     def forget(self, key: str) -> None:
         """Stop routing marks to a call given up."""
