@@ -105,6 +105,17 @@ def test_status_levels_and_values():
     assert status.level == DiagnosticStatus.OK
     assert values['voice'] == 'openjtalk/mei_normal'
     assert values['utterances_spoken'] == '2' and values['last_rtf'] == '0.250'
+    # A fleet robot whose host failed its last utterance: WARN, though DDS still lists
+    # the host (a dead participant stays until its lease ends); OK again once it speaks.
+    snap.extra = {'offboard_action': '/fleet/r1/say', 'offboard_host': 'found',
+                  'offboard_failures_in_a_row': '2',
+                  'offboard_last_failure': 'no audio from the host within 2 s'}
+    status = build_status(snap)
+    assert status.level == DiagnosticStatus.WARN
+    assert status.message == ('active; the host /fleet/r1/say failed 2 time(s) in a row '
+                              '(last: no audio from the host within 2 s): speaking onboard')
+    snap.extra['offboard_failures_in_a_row'] = '0'
+    assert build_status(snap).level == DiagnosticStatus.OK
     snap.fallback_reason = 'model missing'
     assert build_status(snap).level == DiagnosticStatus.WARN
     snap.pipeline_failure = 'publisher thread died'

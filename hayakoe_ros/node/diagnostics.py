@@ -156,8 +156,10 @@ def build_status(snap: Snapshot) -> DiagnosticStatus:
     """Build the ``DiagnosticStatus`` of a snapshot.
 
     Level: ERROR when the engine failed to load, the pipeline failed or another node of
-    this name runs on the domain; WARN while the fallback voice speaks or after the
-    process died and was started again; OK otherwise.
+    this name runs on the domain; WARN while the fallback voice speaks, while a fleet
+    robot's host failed its last utterance (``offboard_failures_in_a_row`` above 0:
+    the host may still be ``found``, DDS keeps a dead participant up to its lease, 20 s
+    on Fast DDS) or after the process died and was started again; OK otherwise.
     """
     stats = snap.stats
     values = {
@@ -195,6 +197,12 @@ def build_status(snap: Snapshot) -> DiagnosticStatus:
     elif snap.fallback_reason:
         status.level = DiagnosticStatus.WARN
         status.message = f'fallback voice in use: {snap.fallback_reason}'
+    elif values.get('offboard_failures_in_a_row', '0') not in ('', '0'):
+        status.level = DiagnosticStatus.WARN
+        status.message = (f"{snap.lifecycle_state}; the host {values.get('offboard_action')} "
+                          f"failed {values['offboard_failures_in_a_row']} time(s) in a row "
+                          f"(last: {values.get('offboard_last_failure', '')}): speaking "
+                          'onboard')
     elif snap.restarts:
         status.level = DiagnosticStatus.WARN
         status.message = (f'{snap.lifecycle_state}; started again after its process died '
