@@ -52,6 +52,7 @@ from .node.restarts import RunRecord
 from .node.status import publish_status
 from .node.runner import GOALS_END_TIMEOUT_S, RESULT_FLUSH_TIMEOUT_S, run
 from .node.param_spec import before_set
+from .node.parameters import not_a_robots
 from .node.parameters import (PARAMETERS, SCHEDULER_PARAMETERS, VOICE_PARAMETERS, Apply,
                               declare_all, parameter_table, scheduler_config, voice_params)
 from .node.say_action import SayActionServer
@@ -130,9 +131,7 @@ class TTSNode(TeardownNode):
         # Start-up values are reported by on_configure, not here.
         fleet = self.get_namespace().rsplit('/', 1)[0]  # a robot's: names not in _specs
         return before_set(params, self._specs, self.get_logger().warning if self._declared
-                          else None, owner=lambda name: (
-                              f"'{name}' is no parameter of a fleet's robot; the fleet's are "
-                              f'set on {fleet}/tts_fleet' if name in PARAMETERS else ''))
+                          else None, owner=lambda name: not_a_robots(name, fleet))
 
     def _on_set_parameters(self, params) -> SetParametersResult:
         changes = {p.name: p.value for p in params}
@@ -414,3 +413,4 @@ def main(args=None) -> int:
 
 if __name__ == '__main__':
     sys.exit(main())
+

@@ -182,10 +182,14 @@ def test_player_and_fleet_take_an_integer_for_a_double_and_log_a_refused_value(c
         assert fleet.get_parameter('first_window_s').value == 1.0
         assert _set(player, 'volume', 5.0)[0] is False
         assert _set(fleet, 'num_threads', 999)[0] is False
+        # A value of the right type that the fleet's own check refuses: logged once too
+        # (the fleet's on-set callback logged it a second time).
+        assert _set(fleet, 'engine', 'bogus')[0] is False
         warnings = _warnings(capfd)
-        assert len(warnings) == 2, warnings
+        assert len(warnings) == 3, warnings
         assert "parameter change rejected: parameter 'volume'" in warnings[0]
         assert "parameter change rejected: parameter 'num_threads'" in warnings[1]
+        assert "parameter change rejected: parameter 'engine': 'bogus'" in warnings[2]
     finally:
         player.destroy_node()
         fleet.destroy_node()
@@ -197,19 +201,24 @@ def test_a_fleet_robot_names_where_a_fleet_parameter_is_set(context, capfd):
     rclpy refused it as "undeclared parameter(s): []" and the node logged nothing.
     """
     from hayakoe_ros.node.engine_loader import EngineSource
-    from hayakoe_ros.node.parameters import FLEET_PARAMETERS
+    from hayakoe_ros.node.parameters import FLEET_PARAMETERS, OFFBOARD_PARAMETERS
     from hayakoe_ros.tts_node import TTSNode
 
+    # As the fleet makes its robots (hayakoe_ros/fleet/node.py).
     source = EngineSource(open=lambda name: None,
-                          parameters=tuple(FLEET_PARAMETERS))
+                          parameters=tuple(FLEET_PARAMETERS) + OFFBOARD_PARAMETERS)
     robot = TTSNode(context=context, engine_source=source, namespace='/fleet/r1')
     try:
         capfd.readouterr()
         assert _set(robot, 'output_rate', 16000)[0] is False
         assert _set(robot, 'volume', 0.5) == (True, '')
+        # The relay's settings are a standalone robot's, not the fleet's either.
+        assert _set(robot, 'offboard_timeout_s', 3.0)[0] is False
         warnings = _warnings(capfd)
-        assert len(warnings) == 1, warnings
+        assert len(warnings) == 2, warnings
         assert ("'output_rate' is no parameter of a fleet's robot; the fleet's are set on "
                 '/fleet/tts_fleet') in warnings[0]
+        assert ("'offboard_timeout_s' is no parameter of a fleet's robot: it is set on a "
+                "robot's own tts_node, which relays to a host") in warnings[1]
     finally:
         robot.destroy_node()

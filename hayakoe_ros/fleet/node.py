@@ -126,6 +126,8 @@ class FleetNode(TeardownNode):
                 return SetParametersResult(successful=False, reason='a parameter needs a name')
             if spec is not None:
                 error = spec.check(param.value)
+                if error:  # logged by the pre-set callback
+                    return SetParametersResult(successful=False, reason=error)
             elif param.name == ROBOTS:
                 # Start-up values (and the unset one, None) are checked by on_configure,
                 # which names every problem; a change later is refused here.

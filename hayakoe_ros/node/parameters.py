@@ -328,3 +328,19 @@ def declare_all(node, specs: Optional[dict] = None, also_known: Iterable[str] = 
     """
     return param_spec.declare_specs(node, PARAMETERS if specs is None else specs,
                                     also_known)
+
+
+def not_a_robots(name: str, fleet: str) -> str:
+    """Why ``name`` is no parameter of a fleet's robot (``''`` when it is none of the node's).
+
+    ``fleet``: the fleet's namespace (``/fleet``). The relay's settings belong to a
+    robot's own ``tts_node``, the engine's to ``tts_fleet``.
+    """
+    if name in OFFBOARD_PARAMETERS:  # a fleet's robot is the host's voice: it relays to nobody
+        return (f"'{name}' is no parameter of a fleet's robot: it is set on a robot's own "
+                'tts_node, which relays to a host; a robot of the fleet speaks with the '
+                f'engine of {fleet}/tts_fleet')
+    if name in PARAMETERS:
+        return (f"'{name}' is no parameter of a fleet's robot; the fleet's are set on "
+                f'{fleet}/tts_fleet')
+    return ''
