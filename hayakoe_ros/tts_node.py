@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: AGPL-3.0-or-later
 """The ``tts_node`` lifecycle node: Japanese text in, streamed audio chunks out.
 
-Wiring only; each concern has its own module in :mod:`hayakoe_ros.node`:
-parameters (:mod:`~hayakoe_ros.node.parameters`), the ``say`` action server
+Wiring only; each concern has its own module in :mod:`hayakoe_ros.node`: parameters
+(:mod:`~hayakoe_ros.node.parameters`), the ``say`` action server
 (:mod:`~hayakoe_ros.node.say_action`), the audio outputs and message conversion
 (:mod:`~hayakoe_ros.node.audio_out`, :mod:`~hayakoe_ros.node.messages`), diagnostics
 (:mod:`~hayakoe_ros.node.diagnostics`), the engine life cycle
@@ -25,6 +25,7 @@ the scheduler's threads.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 import dataclasses
 import sys
 import threading
@@ -43,7 +44,7 @@ from .engines import UnknownStyleError
 from .node import log_bridge
 from .node.audio_out import AudioOut
 from .node.marks_out import MarksOut
-from .node.param_spec import next_configure_error, split_names
+from .node.param_spec import before_set, next_configure_error, split_names
 from .node.speech_in import SpeechIn
 from .node.diagnostics import (Snapshot, SpeechStats, build_status, rate_values,
                                twin_count)
@@ -51,10 +52,9 @@ from .node.engine_loader import EngineLoader, EngineSource
 from .node.restarts import RunRecord
 from .node.status import publish_status
 from .node.runner import GOALS_END_TIMEOUT_S, RESULT_FLUSH_TIMEOUT_S, run
-from .node.param_spec import before_set
-from .node.parameters import not_a_robots
 from .node.parameters import (PARAMETERS, SCHEDULER_PARAMETERS, VOICE_PARAMETERS, Apply,
-                              declare_all, parameter_table, scheduler_config, voice_params)
+                              declare_all, not_a_robots, parameter_table, scheduler_config,
+                              voice_params)
 from .node.say_action import SayActionServer
 from .node.offboard import OFFBOARD_LIVE, OffboardVoice, offboard_values, offboard_voice
 from .speech import (CancelReason, Outcome, SpeechScheduler, Utterance)
@@ -197,7 +197,8 @@ class TTSNode(TeardownNode):
             self._speech_in.open_urgent()
             self._say = SayActionServer(self, self._speech_in.speak_goal, self._cancel,
                                         self._out.message, self._p('qos_depth'), self._group,
-                                        refused=self._marks.refused)
+                                        refused=self._marks.refused,
+                                        cancel_batch=self._cancel_batch)
             self._stop_srv = self.create_service(Trigger, 'stop', self._on_stop,
                                                  callback_group=self._group)
             self._reset_diagnostics_timer()
@@ -321,6 +322,9 @@ class TTSNode(TeardownNode):
     def voice(self, changes: Optional[dict] = None, goal_rate: float = 1.0):
         """The voice settings now (live parameters), for a goal's ``rate``."""
         return self._voice(changes, goal_rate)
+
+    def _cancel_batch(self):  # one cancel request's cancels as one: publishing held
+        return nullcontext() if (sched := self._scheduler) is None else sched.publishing_held()
 
     def _cancel(self, utt: Utterance, reason: CancelReason) -> bool:
         """Cancel ``utt``; False when it had already finished (or nothing serves it)."""

@@ -18,21 +18,24 @@ from ros_utils import ended, send_goal
 
 pytestmark = pytest.mark.ros
 
-LONG = '。'.join(['今日はとても長いお話をします'] * 6) + '。'
+# Short enough that the goals behind it are synthesised ahead while it plays: their
+# audio then waits in the publisher's queue, where a cancel applied goal by goal let it
+# out (4-8 of 9 queued goals published a start mark and 64-107 ms of audio).
+FIRST = 'わかりました。少々お待ちください。'
 
 
-@pytest.mark.parametrize('queued', [1, 3])
+@pytest.mark.parametrize('queued', [1, 9])
 def test_cancel_all_ends_every_goal_and_no_queued_goal_is_heard(ojt_node, ros_client, listen,
                                                                  queued):
     rec, marks = listen
     action = ros_client.action_client(ojt_node.topic('say'))
-    speaking, feedback = send_goal(ros_client, action, LONG)
+    speaking, feedback = send_goal(ros_client, action, FIRST)
     waiting = [send_goal(ros_client, action, f'{n}番目の待っている文です。')[0]
                for n in range(queued)]
     deadline = time.monotonic() + 30
-    while len(feedback) < 2 and time.monotonic() < deadline:
+    while len(feedback) < 35 and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert len(feedback) >= 2, 'the first goal never spoke'
+    assert len(feedback) >= 35, 'the first goal never spoke'
     cancel = ros_client.node.create_client(CancelGoal,
                                            ojt_node.topic('say') + '/_action/cancel_goal')
     try:

@@ -4,14 +4,15 @@
 
 Used by :mod:`.say_action`, which destroys its server only once the goal, cancel and
 result requests a client sent before a teardown have been answered; it also tells which
-goal requests were taken, in the order they arrived (:attr:`DrainableActionServer.on_goal`).
+goal requests were taken, in the order they arrived (:attr:`DrainableActionServer.on_goal`),
+and applies the goals of one cancel request as one (:attr:`DrainableActionServer.cancel_batch`).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Optional
+from typing import Any, Callable, ContextManager, Optional, cast
 
 from rclpy.action import ActionServer
 
@@ -38,6 +39,7 @@ class DrainableActionServer(ActionServer):
     """
 
     def __init__(self, *args, on_goal: Optional[Callable[[bytes], None]] = None,
+                 cancel_batch: Optional[Callable[[], ContextManager]] = None,
                  **kwargs) -> None:
         # Set before the base class adds the server to the node: the executor may call
         # is_ready from then on.
@@ -49,6 +51,12 @@ class DrainableActionServer(ActionServer):
         #: they arrived (the spinning thread takes them one at a time; their handlers
         #: then run side by side and may reach the goal callbacks in another order).
         self.on_goal = on_goal
+        #: ``cancel_batch()``: a context that one cancel request's callbacks run in. rclpy
+        #: calls the cancel callback goal by goal (a request with a zero id cancels every
+        #: goal), in this handler's thread and without yielding while they are plain
+        #: functions; the scheduler went on between two of them (see
+        #: ``Publishing.publishing_held``).
+        self.cancel_batch = cancel_batch
         super().__init__(*args, **kwargs)
 
     def _changed(self) -> None:
@@ -82,9 +90,24 @@ class DrainableActionServer(ActionServer):
         return data
 
     async def execute(self, taken_data) -> None:
-        """The base class's execute (which sends the responses), then not busy."""
+        """The base class's execute (which sends the responses), then not busy.
+
+        A cancel request's part runs inside :attr:`cancel_batch`, on its own: rclpy's
+        execute handles the goal, cancel, result and expiry parts in that order.
+        """
         try:
-            await super().execute(taken_data)
+            if isinstance(taken_data, dict) and 'cancel' in taken_data \
+                    and self.cancel_batch is not None:
+                before = {k: v for k, v in taken_data.items() if k == 'goal'}
+                after = {k: v for k, v in taken_data.items() if k not in ('goal', 'cancel')}
+                if before:
+                    await super().execute(cast(Any, before))
+                with self.cancel_batch():
+                    await super().execute(cast(Any, {'cancel': taken_data['cancel']}))
+                if after:
+                    await super().execute(cast(Any, after))
+            else:
+                await super().execute(taken_data)
         finally:
             with self.activity:
                 self.busy -= 1

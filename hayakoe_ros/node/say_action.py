@@ -111,11 +111,15 @@ class SayActionServer:
         refused: ``refused(key, text, error)``: told of a goal aborted before it was
             queued (its fields, its text, a full queue; ``key`` as for ``speak``), to
             publish its ``end`` mark as a refused topic text gets one; or None.
+        cancel_batch: ``cancel_batch()``: a context that the ``cancel`` calls of one
+            cancel request run in, so that they take effect as one (the scheduler's
+            ``publishing_held``); or None.
     """
 
     def __init__(self, node, speak: Callable, cancel: Callable, feedback: Callable,
                  feedback_depth: int, callback_group, name: str = 'say',
-                 refused: Optional[Callable] = None) -> None:
+                 refused: Optional[Callable] = None,
+                 cancel_batch: Optional[Callable] = None) -> None:
         self._node = node
         self._speak = speak
         self._refused = refused
@@ -134,7 +138,8 @@ class SayActionServer:
         self._closed = False  # close(): goal requests are rejected
         burst = QoSProfile(depth=BURST_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
         self._server = DrainableActionServer(
-            node, TTS, name, on_goal=self._on_arrival, execute_callback=self._execute,
+            node, TTS, name, on_goal=self._on_arrival, cancel_batch=cancel_batch,
+            execute_callback=self._execute,
             goal_callback=self._on_goal,
             handle_accepted_callback=self._on_accepted, cancel_callback=self._on_cancel,
             callback_group=callback_group, goal_service_qos_profile=burst,

@@ -12,10 +12,11 @@ too. Callbacks, threads and lock order: :mod:`.scheduler`'s docstring.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 import numpy as np
 
@@ -55,6 +56,21 @@ class Publishing:
 
     def _set_speaking(self, speaking: bool) -> None:
         raise NotImplementedError
+
+    @contextlib.contextmanager
+    def publishing_held(self) -> Iterator[None]:
+        """Nothing is published while the block runs (in this thread): cancels in it are one.
+
+        The block holds the publishing lock, which the publisher thread takes for every
+        chunk and mark: cancels made inside it (the same thread: the lock is reentrant)
+        all take effect before the publisher goes on. One at a time, the publisher
+        started each next queued utterance between two of them: a client's cancel of
+        every goal (one request, handled goal by goal) published the start mark and
+        64-107 ms of audio of 4-8 of 9 queued goals. Keep the block short and do not wait
+        in it for the scheduler's threads.
+        """
+        with self._pub_lock:
+            yield
 
     def _publish_loop(self) -> None:
         track: Optional[Track] = None
