@@ -345,7 +345,15 @@ def test_random_text_never_raises_and_keeps_the_invariants(seed, count):
     '気温は3．5度です。ちょうど1，234円です。',  # full-width points and commas
     # Forced word cuts (a piece with no mark, over 16 characters) never split a URL.
     'こちらのページhttps://example.com/path/to/the/page/index.htmlをご覧ください',
-    '詳しくはwww.example.jp/a/b/c/d/e/f/g/h/i/j/zとご案内しますのでよろしくお願いします'])
+    '詳しくはwww.example.jp/a/b/c/d/e/f/g/h/i/j/zとご案内しますのでよろしくお願いします',
+    # ... nor a number, a phone number, a range of times or dates, an English word: Open
+    # JTalk's word boundaries inside them are not the front end's words (09|0-1234-5678
+    # was read ゼロキュー | ゼロカラセンニヒャク..., H|ave エイチ | エーブ).
+    '私たちはこれから皆さんと一緒に説明会を開きますので090-1234-5678の件を確認してください',
+    '私たちはこれから皆さんと一緒に説明会を開きますのでKubernetesとDockerの件を確認してください',
+    '明日の会議は皆さんと一緒に大きな会議室で10:30〜11:00に開きますのでよろしくお願いします',
+    '私たちはこれから皆さんと一緒に説明会を開きますので2024/1/15〜2024/1/20の予定です',
+    '私たちはこれから皆さんと一緒に説明会を開きますので1,234,567,890円と3.14159です'])
 def test_a_streamed_reply_is_never_cut_inside_a_word(text):
     """Fragments of 1-3 characters: no piece ends inside a word of the whole text.
 

@@ -19,7 +19,9 @@ soon as its end has arrived, never waiting for the rest of the reply:
   boundary (Open JTalk's) at least :data:`WORD_MARGIN` characters before the end of
   what has arrived: the word at the end may still be incomplete (a run with no word
   boundary at all is cut once it is four times that long); never inside a URL, whose
-  path the front end leaves unsaid.
+  path the front end leaves unsaid, nor inside a run of letters and digits joined by
+  the marks of numbers, times, dates, ranges and phone numbers (``090-1234-5678``,
+  ``10:30〜11:00``), which the front end reads as one word.
 
 A cut never falls inside a word: a word split across fragments ("こん", "にちは") stays
 whole, because the cut points are marks that end words. Offsets of each piece into the
@@ -54,8 +56,15 @@ _URL_BEFORE = re.compile(r'[A-Za-z0-9/]')
 _URL_AFTER = re.compile(r'[A-Za-z0-9/=&%#_.~+\-]')
 # A comma (ASCII or full-width) ends a clause only before a non-digit: 1,234 and 1，234.
 _CLAUSE_RE = re.compile(r'[、；;]|[,，](?=[^\d])')
-# A run that a word cut must not split: a URL (the front end reads its domain only).
+# Runs that a word cut must not split: a URL (the front end reads its domain only), and
+# letters and digits joined by the marks inside numbers, times, dates, ranges and phone
+# numbers (half- and full-width), which the front end reads as one word (090-1234-5678,
+# 10:30〜11:00, 2024/1/15, 1,234.5) while Open JTalk's word boundaries fall inside them
+# (09|0-1234-5678 was read ゼロキュー | ゼロカラセンニヒャク...; H|ave エイチ | エーブ).
 _URL_RE = re.compile(r'(?:[A-Za-z][A-Za-z0-9+.-]*://|www\.)[A-Za-z0-9\-._~:/?#@!$&*+,;=%]*')
+_ALNUM = '0-9A-Za-z\uff10-\uff19\uff21-\uff3a\uff41-\uff5a'
+_JOIN = "-:/.,'〜~\uff5e\u2010-\u2015\uff0d\uff1a\uff0f\uff0e\uff0c"
+_TOKEN_RE = re.compile(f'[{_ALNUM}]+(?:[{_JOIN}][{_ALNUM}]+)*')
 
 
 class StreamAssembler:
@@ -139,7 +148,8 @@ class StreamAssembler:
         pending = self.pending
         if len(pending) <= self.max_chars:
             return None
-        inside = [(m.start(), m.end()) for m in _URL_RE.finditer(pending)]
+        inside = [(m.start(), m.end()) for pattern in (_URL_RE, _TOKEN_RE)
+                  for m in pattern.finditer(pending)]
         usable = [offset for offset, _ in word_boundaries(pending)
                   if offset <= len(pending) - WORD_MARGIN
                   and not any(a < offset < b for a, b in inside)]
