@@ -95,6 +95,26 @@ def test_no_cut_inside_a_front_end_reading(morae):
     assert segs[0].text.startswith('ゼロキューゼロのイチニーサンヨンのゴーロクナナハチ')
 
 
+@pytest.mark.parametrize('text, word', [
+    ('10:30〜11:00の件を確認してください', '10:30〜11:00'),
+    ('明日の10:30〜11:00に会議室で会いましょう。', '10:30〜11:00'),
+    ('2024/1/15〜2024/1/20の予定を確認してください', '2024/1/15〜2024/1/20'),
+])
+def test_no_cut_inside_a_range_of_two_readings(text, word):
+    """A range is one word, its から no cut: the first segment ended after から.
+
+    The range's word mark then covered its first half only, the second segment began
+    with an empty word, and a cut there counted the whole range as heard.
+    """
+    _, segs = prepare(text, 2000, 60, 8)
+    words = [(w.start, w.end) for seg in segs for w in seg.words]
+    assert all(end > start for start, end in words), words
+    (start, end), = [(a, b) for a, b in words if text[a:b] == word]
+    owners = [n for n, seg in enumerate(segs) for w in seg.words if w.start < end
+              and w.end > start]
+    assert len(set(owners)) == 1, [seg.text for seg in segs]
+
+
 # ------------------------------------------------------------------ joins on the tone engine
 def _speak(engine, text, morae, **config):
     chunks = []
