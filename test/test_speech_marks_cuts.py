@@ -233,10 +233,11 @@ def test_an_urgent_text_between_two_pieces_of_a_stream_lets_the_reply_go_on(rig)
     assert ''.join(words).endswith('たなま')
 
 
-def _stream_in(reply_limit=None):
+def _stream_in(reply_limit=None, stand=None):
     """A :class:`StreamIn` over the real front end.
 
-    Returns it, the segments it queued and the refusals it published.
+    Returns it, the segments it queued and the refusals it published; ``stand``: a list
+    the utterance it queues is put in.
     """
     import logging
 
@@ -257,12 +258,41 @@ def _stream_in(reply_limit=None):
 
     def submit(segments, source, key):
         got.extend(segments)
-        return Stand()
+        utt = Stand()
+        if stand is not None:
+            stand.append(utt)
+        return utt
 
     stream = StreamIn(submit, lambda t, plain: prepare(t, 2000, 60, plain=plain),
                       lambda *a: refused.append(a), logging.getLogger('test'),
                       reply_limit=reply_limit)
     return stream, got, refused
+
+
+def test_fragments_dropped_after_a_cut_are_warned_of_with_their_count(caplog):
+    """A reply cut (``stop``) drops its later fragments until it ends: a WARN says so.
+
+    A caller that took ``stop`` for the reply's end and streamed the next reply at once
+    heard nothing of it, and only an INFO line told why.
+    """
+    import logging
+
+    made: list = []
+    stream, got, _ = _stream_in(stand=made)
+    stream.fragment('最初の文です。')
+    made[0].halted = True  # stop: its utterance was cut
+    with caplog.at_level(logging.INFO, logger='test'):
+        for fragment in ('次の返事です。', 'はい、わかりました。', ''):
+            stream.fragment(fragment)
+    assert [s.text for s in got] == ['最初の文です。']
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 2, warnings
+    assert "the reply was cut; what comes of it is dropped until it ends ('' on " \
+        'text_stream, or stream_timeout_s without a fragment)' in warnings[0]
+    assert warnings[1].endswith('reply ended (end of reply); 17 character(s) sent after '
+                                'its cut were not spoken')
+    stream.fragment('新しい返事です。')  # after the end: a new reply, spoken
+    assert [s.text for s in got][-1] == '新しい返事です。'
 
 
 def test_a_stream_line_ending_in_a_newline_starts_the_next_sentence():

@@ -69,6 +69,7 @@ class StreamIn:
         self._key = ''
         self._last = 0.0
         self._cut = False          # its utterance was cut: later fragments are dropped
+        self._dropped = 0          # characters dropped after the cut
         self._continues = False    # the last piece ended at a clause: a sentence goes on
         self._errors: list = []
 
@@ -86,9 +87,11 @@ class StreamIn:
             if self._assembler is None:
                 self._assembler = StreamAssembler(self._max_chars())
                 self._key, self._cut, self._continues = uuid.uuid4().hex, False, False
+                self._dropped = 0
                 self._errors = []
             self._last = self._clock()
             if self._cut:
+                self._dropped += len(data)
                 return  # dropped (the reply was cut): not even kept
             limit = self._reply_limit() if self._reply_limit is not None else None
             for start, piece in self._assembler.feed(data):
@@ -125,9 +128,13 @@ class StreamIn:
         utt = self._utt
         if self._cut or (utt is not None and utt.halted):
             if not self._cut:
-                self._log.info(f'text_stream [{self._key}]: the reply was cut; dropping the '
-                               'rest of it')
+                # A caller that took the cut for the reply's end and streams the next reply
+                # at once hears nothing of it: say so where it looks.
+                self._log.warning(f'text_stream [{self._key}]: the reply was cut; what '
+                                  "comes of it is dropped until it ends ('' on text_stream, "
+                                  'or stream_timeout_s without a fragment)')
             self._cut = True
+            self._dropped += len(piece)
             return
         starts = not self._continues
         # A newline ends a sentence too (a line of a reply), before the blanks are stripped.
@@ -177,6 +184,10 @@ class StreamIn:
         if self._utt is not None:
             self._utt.close_stream()
             self._log.debug(f'text_stream [{self._key}]: reply ended ({why})')
+        if self._cut and self._dropped:
+            self._log.warning(f'text_stream [{self._key}]: reply ended ({why}); '
+                              f'{self._dropped} character(s) sent after its cut were not '
+                              'spoken')
         elif not self._cut:
             error = '; '.join(self._errors) or 'nothing speakable in the reply'
             self._log.warning(f'text_stream [{self._key}]: nothing spoken of '
