@@ -18,6 +18,18 @@ GOOD = ('# robot names\n'
         '天王洲,テンノーズ,3\n')
 
 
+@pytest.fixture(autouse=True)
+def no_dictionary_after():
+    """The process-wide dictionary is removed after each test, whatever it applied.
+
+    ``reading(..., user_dictionary=...)`` leaves its dictionary applied: a test that ended
+    so changed the readings of later tests in the same process (本日 read キョウ: a first
+    segment and a phrase-cache key elsewhere).
+    """
+    yield
+    userdict.apply(None)
+
+
 @pytest.fixture
 def dictionary(tmp_path):
     path = tmp_path / 'user.tsv'

@@ -181,13 +181,13 @@ class StreamIn:
         tail = assembler.flush()
         if tail is not None:
             self._speak(*tail)
-        if self._utt is not None:
-            self._utt.close_stream()
-            self._log.debug(f'text_stream [{self._key}]: reply ended ({why})')
         if self._cut and self._dropped:
             self._log.warning(f'text_stream [{self._key}]: reply ended ({why}); '
                               f'{self._dropped} character(s) sent after its cut were not '
                               'spoken')
+        if self._utt is not None:
+            self._utt.close_stream()
+            self._log.debug(f'text_stream [{self._key}]: reply ended ({why})')
         elif not self._cut:
             error = '; '.join(self._errors) or 'nothing speakable in the reply'
             self._log.warning(f'text_stream [{self._key}]: nothing spoken of '
