@@ -278,7 +278,7 @@ def test_fragments_dropped_after_a_cut_are_warned_of_with_their_count(caplog):
     import logging
 
     made: list = []
-    stream, got, _ = _stream_in(stand=made)
+    stream, got, refused = _stream_in(stand=made)
     stream.fragment('最初の文です。')
     made[0].halted = True  # stop: its utterance was cut
     with caplog.at_level(logging.INFO, logger='test'):
@@ -292,7 +292,9 @@ def test_fragments_dropped_after_a_cut_are_warned_of_with_their_count(caplog):
     assert warnings[1].endswith('reply ended (end of reply); 17 character(s) sent after '
                                 'its cut were not spoken')
     stream.fragment('新しい返事です。')  # after the end: a new reply, spoken
+    stream.fragment('')
     assert [s.text for s in got][-1] == '新しい返事です。'
+    assert not refused  # ended as spoken, not refused as "nothing speakable"
 
 
 def test_a_stream_line_ending_in_a_newline_starts_the_next_sentence():
