@@ -27,12 +27,13 @@ forgotten, and what still comes for it is dropped.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import queue
 import threading
 import time
 import uuid
-from typing import Optional
+from typing import Any, Optional
 
 from action_msgs.msg import GoalStatus
 from audio_common_msgs.action import TTS
@@ -202,6 +203,17 @@ class _Call:
             self._queue(RemoteEnd(False, f'the host goal was {state}: {response.result.text}'))
 
 
+@dataclasses.dataclass
+class _Pending:
+    """A cancel of a host goal not yet taken (times: ``time.monotonic()`` s)."""
+
+    handle: Any           # rclpy's ClientGoalHandle
+    since: float          # the first send
+    next_at: float        # the timer's next send
+    interval: float       # the timer's interval now (doubling)
+    sent: float           # the last send, the timer's or on the host's audio
+
+
 class OffboardVoice:
     """The host's ``say`` action, for :class:`~hayakoe_ros.speech.SpeechScheduler`'s relay.
 
@@ -226,9 +238,8 @@ class OffboardVoice:
         self._calls: dict = {}  # goal id (32 hex digits) -> _Call
         self._sub = node.create_subscription(String, marks_topic(action), self._on_mark,
                                              qos, callback_group=callback_group)
-        # Goals given up: key -> [handle, first cancel's time, next send's time,
-        # interval], until the host took one. The timer ticks only while one is pending:
-        # an idle robot wakes for nothing.
+        # Goals given up: key -> _Pending, until the host took one. The timer ticks only
+        # while one is pending: an idle robot wakes for nothing.
         self._canceling: dict = {}
         self._cancel_timer = node.create_timer(CANCEL_RETRY_S, self._send_cancels_again,
                                                callback_group=callback_group)
@@ -273,7 +284,8 @@ class OffboardVoice:
         now = time.monotonic()
         with self._lock:
             if key not in self._canceling:
-                self._canceling[key] = [handle, now, now + CANCEL_RETRY_S, CANCEL_RETRY_S, now]
+                self._canceling[key] = _Pending(handle, now, now + CANCEL_RETRY_S,
+                                                CANCEL_RETRY_S, now)
             if self._cancel_timer.is_canceled():
                 self._cancel_timer.reset()
         handle.cancel_goal_async()
@@ -284,14 +296,13 @@ class OffboardVoice:
         now = time.monotonic()
         due = []
         with self._lock:
-            for key, entry in list(self._canceling.items()):
-                handle, since, next_at, interval, _ = entry
-                if handle.status in _ENDED or now - since > CANCEL_GIVE_UP_S:
+            for key, p in list(self._canceling.items()):
+                if p.handle.status in _ENDED or now - p.since > CANCEL_GIVE_UP_S:
                     del self._canceling[key]
-                elif now >= next_at:
-                    interval = min(CANCEL_RETRY_MAX_S, 2.0 * interval)
-                    entry[2:] = [now + interval, interval, now]
-                    due.append(handle)
+                elif now >= p.next_at:
+                    p.interval = min(CANCEL_RETRY_MAX_S, 2.0 * p.interval)
+                    p.next_at, p.sent = now + p.interval, now
+                    due.append(p.handle)
             if not self._canceling:
                 self._cancel_timer.cancel()
         for handle in due:
@@ -305,12 +316,11 @@ class OffboardVoice:
         """
         now = time.monotonic()
         with self._lock:
-            entry = self._canceling.get(key)
-            if entry is None or now - entry[4] < CANCEL_RESEND_MIN_S:
+            pending = self._canceling.get(key)
+            if pending is None or now - pending.sent < CANCEL_RESEND_MIN_S:
                 return
-            entry[4] = now
-            handle = entry[0]
-        handle.cancel_goal_async()
+            pending.sent = now
+        pending.handle.cancel_goal_async()
 
     def forget(self, key: str) -> None:
         """Stop routing marks to a call given up."""
