@@ -115,6 +115,30 @@ def test_no_cut_inside_a_range_of_two_readings(text, word):
     assert len(set(owners)) == 1, [seg.text for seg in segs]
 
 
+def test_a_number_read_in_several_segments_is_heard_only_with_its_last():
+    """A number of more than 20 digits is read in groups, a segment each: one word.
+
+    Its word is in the first segment, an empty word goes on in each later one; a cut after
+    the first group counted the whole number heard (4 of 4 cancels, 1.6 s of its 7.8 s
+    out). The first pieces go on (``continues``) and count with the last.
+    """
+    from hayakoe_ros.speech.marks import Mark, heard_ends
+
+    text = '番号は123456789012345678901234です。'
+    _, segs = prepare(text, 2000, 60, 8)
+    words = [w for seg in segs for w in seg.words]
+    number = text.index('1'), text.index('で')
+    pieces = [w for w in words if number[0] <= w.start <= w.end == number[1]]
+    assert len(segs) > 2 and len(pieces) == len(segs), \
+        [(seg.text, [(w.start, w.end) for w in seg.words]) for seg in segs]
+    assert [w.continues for w in pieces] == [True] * (len(pieces) - 1) + [False]
+    assert not any(w.continues for w in words if w not in pieces)
+    # What the publisher counts: the first piece's samples out, the number is not heard.
+    marks = [Mark('word', 100 * n, 90, w.start, w.end, w.value, w.continues)
+             for n, w in enumerate(pieces)]
+    assert heard_ends(marks) == [(100 * (len(pieces) - 1) + 90, number[1])]
+
+
 # ------------------------------------------------------------------ joins on the tone engine
 def _speak(engine, text, morae, **config):
     chunks = []

@@ -59,6 +59,8 @@ class Mark:
         start: Offset into the caller's text (sentence, word, ssml), else -1.
         end: One past its last character there, else -1.
         value: The word's spelling, the phoneme, the viseme or the mark's name.
+        continues: A word whose reading goes on in the next word mark
+            (:attr:`~hayakoe_ros.text.wordtypes.Word.continues`): not heard by itself.
     """
 
     kind: str
@@ -67,6 +69,7 @@ class Mark:
     start: int = -1
     end: int = -1
     value: str = ''
+    continues: bool = False
 
 
 def viseme(symbol: str) -> Optional[str]:
@@ -212,7 +215,8 @@ def segment_marks(seg, phones: Sequence, offset: int, floor: int,
             end = int(max(start, offset + phones[found[1]].end))
             cursor = end
         word_at.append(start)
-        marks.append(Mark('word', start, end - start, word.start, word.end, word.value))
+        marks.append(Mark('word', start, end - start, word.start, word.end, word.value,
+                          word.continues))
     seg_end = speech[-1][2] if speech else floor
     first = word_at[0] if word_at else (speech[0][1] if speech else floor)
     if seg.sentence is not None:
@@ -260,6 +264,9 @@ def ending_at(marks: Sequence, limit: int) -> tuple:
 def heard_ends(marks: Sequence) -> list:
     """``(sample_end, char_end)`` of each word mark, in order: what :mod:`.track` counts.
 
-    A word counts as heard once every sample up to ``sample_end`` has been published.
+    A word counts as heard once every sample up to ``sample_end`` has been published; a
+    word whose reading goes on in a later mark (:attr:`Mark.continues`) counts only with
+    that last mark (a cut after a long number's first group counted all of it heard).
     """
-    return [(m.position + m.duration, m.end) for m in marks if m.kind == 'word']
+    return [(m.position + m.duration, m.end) for m in marks
+            if m.kind == 'word' and not m.continues]

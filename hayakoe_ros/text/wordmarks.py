@@ -341,13 +341,19 @@ def annotate(text: str, is_ssml: bool, outputs: list, segments: list) -> list:
         seg_index += count
     per_segment: list = [[] for _ in segments]
     end = 0
+    last = None  # (segment, position) of the word before
     for index, g in words_at:
         start = max(g.start, end)
         start, stop = _trimmed(text, start, max(g.end, start), is_ssml)
         value = text[start:stop]
         if is_ssml and '<' in value:  # a word across a tag: 1234567</say-as>個 is 1234567個
             value = _TAG_RE.sub('', value)
+        if start == stop and g.start < end and last is not None:
+            # More of the word before (its reading cut into segments): that one goes on.
+            i, k = last
+            per_segment[i][k] = dataclasses.replace(per_segment[i][k], continues=True)
         per_segment[index].append(Word(start, stop, value, tuple(g.phonemes)))
+        last = (index, len(per_segment[index]) - 1)
         end = stop
     seg_marks: list = [[] for _ in segments]
     flat = [(i, k, w) for i, ws in enumerate(per_segment) for k, w in enumerate(ws)]

@@ -27,12 +27,17 @@ class Word:
             any SSML tag inside it.
         phonemes: Open JTalk phonemes of what the voice says for it, in order (pyopenjtalk
             ``g2p`` names: ``a i u e o A I U E O N cl k ky ...``; never ``pau`` or ``sil``).
+        continues: Its reading goes on in the next word, an empty one (``start == end``
+            at this word's end): a reading too long for one segment (a number of more
+            than 20 digits, read in groups) spoken in several. The word is heard only
+            once the last of them is.
     """
 
     start: int
     end: int
     value: str
     phonemes: tuple = ()
+    continues: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
