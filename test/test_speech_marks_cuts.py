@@ -289,8 +289,9 @@ def test_fragments_dropped_after_a_cut_are_warned_of_with_their_count(caplog):
     assert len(warnings) == 2, warnings
     assert "the reply was cut; what comes of it is dropped until it ends ('' on " \
         'text_stream, or stream_timeout_s without a fragment)' in warnings[0]
-    assert warnings[1].endswith('reply ended (end of reply); 17 character(s) sent after '
-                                'its cut were not spoken')
+    assert warnings[1].endswith('reply ended (end of reply); 17 character(s) of it left '
+                                'unspoken by its cut (what waited for its sentence end, '
+                                'and what came after)')
     stream.fragment('新しい返事です。')  # after the end: a new reply, spoken
     stream.fragment('')
     assert [s.text for s in got][-1] == '新しい返事です。'

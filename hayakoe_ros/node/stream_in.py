@@ -183,8 +183,8 @@ class StreamIn:
             self._speak(*tail)
         if self._cut and self._dropped:
             self._log.warning(f'text_stream [{self._key}]: reply ended ({why}); '
-                              f'{self._dropped} character(s) sent after its cut were not '
-                              'spoken')
+                              f'{self._dropped} character(s) of it left unspoken by its '
+                              'cut (what waited for its sentence end, and what came after)')
         if self._utt is not None:
             self._utt.close_stream()
             self._log.debug(f'text_stream [{self._key}]: reply ended ({why})')
