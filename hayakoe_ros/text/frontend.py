@@ -108,14 +108,8 @@ _HOUR_AMPM_RE = re.compile(r'(?<![\d.])(?<!\d:)(?:%s\s*[-–~〜]\s*)?%s\s?([AaP
 # percentage or a counted number (10%-20%, 9時-17時: it was マイナス) or before a price
 # ($5-$10). Not an em dash or a spaced hyphen after a count: 5% — 2年連続, 5分 - 3分.
 _WEEKDAY_PAREN = r'((?:\s*[(（][^()（）]{1,4}[)）])?)'
-# A range between two readings kept whole is one reading kept whole: the segmenter cut
-# after its から (10:30〜11:00 spoken as two segments, its word mark in the first and an
-# empty one in the second, and "heard" claiming 11:00 when only 10:30 was out).
-_JOINED_RANGE_RE = re.compile(r'\ue001%s\s*[~〜]\s*\ue000'
-                              r'|(?<=[時分秒日月年])\ue001%s\s*[-–]\s*\ue000'
-                              % (_WEEKDAY_PAREN, _WEEKDAY_PAREN))
-_KEPT_RANGE_RE = re.compile(r'(?<=\ue001)%s\s*[~〜]\s*(?=\ue000|\d)'
-                            r'|(?<=[時分秒日月年]\ue001)%s\s*[-–]\s*(?=\ue000|\d)'
+_KEPT_RANGE_RE = re.compile(r'(\ue001)%s\s*[~〜]\s*(?:(\ue000)|(?=\d))'
+                            r'|(?<=[時分秒日月年])(\ue001)%s\s*[-–]\s*(?:(\ue000)|(?=\d))'
                             % (_WEEKDAY_PAREN, _WEEKDAY_PAREN))
 # 〜 after a reading with no number after it is "from" (受付は10:00〜, 1000円〜: it was
 # silent).
@@ -348,6 +342,17 @@ def english_run_match(text: str) -> bool:
     return _ENGLISH_RUN_RE.fullmatch(text) is not None
 
 
+def _kept_range(m: re.Match) -> str:
+    """から for a range after a kept reading; between two, one kept reading (marks go).
+
+    Else the segmenter cut 10:30〜11:00 after から: "heard" could claim 11:00 unsaid.
+    """
+    close = m.group(1) or m.group(4)
+    weekday = m.group(2) or m.group(5) or ''
+    joined = m.group(3) or m.group(6)
+    return weekday + 'から' if joined else close + weekday + 'から'
+
+
 def _english_run(m: re.Match) -> str:
     return ''.join(english.run_words(m.group(0)))
 
@@ -394,8 +399,7 @@ def normalize(text: str, latin_words: Optional[Callable[[str], str]] = None) -> 
                             text)
     text = _FLOOR_RE.sub(lambda m: '地下' + m.group(4) if m.group(3) else
                          ('地下' if m.group(1) else '') + m.group(2) + '階', text)
-    text = _JOINED_RANGE_RE.sub(lambda m: (m.group(1) or m.group(2) or '') + 'から', text)
-    text = _KEPT_RANGE_RE.sub(lambda m: (m.group(1) or m.group(2) or '') + 'から', text)
+    text = _KEPT_RANGE_RE.sub(_kept_range, text)
     text = _ADDRESS_RE.sub(lambda m: m.group(0).replace('-', 'の'), text)
     text = _HYPHEN_RANGE_RE.sub('から', _HYPHEN_NUMBERS_RE.sub('〜', text))
     text = counted.ranges(text)
