@@ -98,7 +98,7 @@ class Host:
         if self._reaches(call):
             call.events.put(RemoteMark(mark.kind, mark.position / self.rate,
                                        mark.duration / self.rate, mark.start, mark.end,
-                                       mark.value))
+                                       mark.value, mark.continues))
 
     def _done(self, utt) -> None:
         call = self.calls[-1]
@@ -246,15 +246,48 @@ def test_a_late_last_chunk_after_every_word_is_still_relayed(tiny_engine, openjt
     _relayed_whole(host, Robot(openjtalk_engine, host, offboard_stall_s=3600.0), SHORT)
 
 
-def _host_sentences(tiny_engine) -> list:
-    """Sample positions of the host's sentence marks for TEXT (its voice is deterministic)."""
+def _host_marks(tiny_engine, text: str = TEXT) -> list:
+    """The host's marks for ``text`` spoken alone (its voice is deterministic)."""
     host = Host(tiny_engine)
     try:
-        call = host.call(TEXT, 1.0)
+        call = host.call(text, 1.0)
         assert call.utt.wait(REAL_TIMEOUT_S * 3)
     finally:
         host.sched.shutdown()
-    return [m.position for m in host.marks if m.kind == 'sentence']
+    return host.marks
+
+
+def _host_sentences(tiny_engine) -> list:
+    """Sample positions of the host's sentence marks for TEXT."""
+    return [m.position for m in _host_marks(tiny_engine) if m.kind == 'sentence']
+
+
+def test_a_link_cut_inside_a_long_number_says_its_sentence_again(pair, tiny_engine):
+    """The host fails inside a long number: the robot says the number's sentence again.
+
+    A number of 60 digits is read in groups across three segments; the link goes down
+    after the first. That segment's word mark spans the whole number but goes on
+    (``continues``): the number was not heard, and the robot's own voice says its
+    sentence again, not only the sentence after it (it skipped the number's rest).
+    """
+    number = '1234567890' * 6
+    text = f'番号は{number}。次です。'
+    marks = _host_marks(tiny_engine, text)
+    words = [m for m in marks if m.kind == 'word']
+    first = next(m for m in words if m.value == number)
+    later = [m for m in words if m.position > first.position and m.start == first.end]
+    assert first.continues and len(later) == 2
+    assert later[0].continues and not later[1].continues
+    assert later[0].position - first.position > 3 * 2048  # the first group goes out
+    host, robot = pair(cut_after=later[0].position // 2048)
+    _, segments = prepare(text, 2000, 60)
+    utt = robot.sched.submit(segments, VoiceParams(), source=text)
+    assert utt.wait(REAL_TIMEOUT_S * 3), 'the robot never finished'
+    assert utt.outcome is Outcome.SUCCEEDED, utt.error
+    assert 'then onboard' in utt.spoken_by
+    # Sentence 1 again from its start (it held the number), then sentence 2.
+    assert sentence_starts(robot.marks) == [0, 0, text.index('次')]
+    assert utt.heard == text
 
 
 def test_a_link_cut_mid_utterance_hands_the_cut_sentence_to_the_engine(pair, tiny_engine):

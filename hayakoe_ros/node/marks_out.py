@@ -8,8 +8,9 @@ Schema (README, "Speech marks"): every message is one JSON object
 "time": <int ms>, "stamp": {"sec": <int>, "nanosec": <int>}, ...}``
 
 with ``duration`` (ms: word, phoneme, viseme), ``start``/``end`` (character offsets into
-the text as the caller sent it: sentence, word, ssml, start, end) and ``value`` (the
-word's spelling, the phoneme, the viseme, the SSML mark's name, the outcome). ``stamp``
+the text as the caller sent it: sentence, word, ssml, start, end), ``value`` (the
+word's spelling, the phoneme, the viseme, the SSML mark's name, the outcome) and, on a
+word whose reading goes on in later word marks, ``"continues": true``. ``stamp``
 is when the mark's first sample plays, on the clock and with the origin of the audio
 chunks' ``header.stamp``; ``time`` is that minus the stamp of the utterance's first
 sample. The ``start`` mark's stamp is the first chunk's stamp exactly, and it is
@@ -72,6 +73,23 @@ def mark_object(key: str, kind: str, stamp_ns: int, first_ns: int, **fields) -> 
         obj['duration'] = int(round(fields.pop('duration') * 1000))
     obj.update({k: v for k, v in fields.items() if v is not None})
     return obj
+
+
+def mark_fields(mark: Mark, sample_rate: int) -> dict:
+    """A mark's own fields for :func:`mark_object`: ``value``, ``duration`` (s), offsets.
+
+    ``continues`` (True) only on a word whose reading goes on in later word marks (a
+    number of more than 20 digits, read in groups across segments): a listener, or a
+    robot relaying this node, counts it as heard only with its last group.
+    """
+    fields: dict = {'value': mark.value}
+    if mark.kind in TIMED:
+        fields['duration'] = mark.duration / sample_rate
+    if mark.start >= 0:
+        fields['start'], fields['end'] = mark.start, mark.end
+    if mark.continues:
+        fields['continues'] = True
+    return fields
 
 
 class MarksOut:
@@ -146,11 +164,7 @@ class MarksOut:
             first = stamp = self._stamp_ns(utt, play_time)
         else:
             stamp = first + int(round((play_time - first_play) * 1e9))
-        fields: dict = {'value': mark.value}
-        if mark.kind in TIMED:
-            fields['duration'] = mark.duration / utt.sample_rate
-        if mark.start >= 0:
-            fields['start'], fields['end'] = mark.start, mark.end
+        fields = mark_fields(mark, utt.sample_rate)
         if mark.kind == 'start':
             fields['value'] = ''
             fields['text'] = utt.source

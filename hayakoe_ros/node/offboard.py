@@ -188,10 +188,11 @@ class _Call:
             time_ms = obj.get('time')
             self._queue(RemoteEnd(True, audio_s=float(time_ms) / 1000.0
                                   if isinstance(time_ms, (int, float)) else None))
-        self._queue(RemoteMark(str(obj.get('type', '')), float(obj.get('time', 0)) / 1000.0,
-                            float(obj.get('duration', 0)) / 1000.0,
-                            int(obj.get('start', -1)), int(obj.get('end', -1)),
-                            str(obj.get('value', ''))))
+        try:
+            mark = remote_mark(obj)
+        except (ValueError, TypeError):
+            return  # a malformed mark: the audio and the goal's end still come
+        self._queue(mark)
 
     def on_result(self, future) -> None:
         """The goal's result (executor thread): why it failed, when it did."""
@@ -201,6 +202,21 @@ class _Call:
         elif response.status != GoalStatus.STATUS_SUCCEEDED:
             state = _STATUS.get(response.status, str(response.status))
             self._queue(RemoteEnd(False, f'the host goal was {state}: {response.result.text}'))
+
+
+def remote_mark(obj: dict) -> RemoteMark:
+    """One of the host's ``marks`` objects (README, "Speech marks") as a :class:`RemoteMark`.
+
+    ``time`` and ``duration`` come in ms; a field left out takes its default (no
+    offsets: -1; ``continues``: False).
+
+    Raises:
+        ValueError, TypeError: a field of the wrong type.
+    """
+    return RemoteMark(str(obj.get('type', '')), float(obj.get('time', 0)) / 1000.0,
+                      float(obj.get('duration', 0)) / 1000.0,
+                      int(obj.get('start', -1)), int(obj.get('end', -1)),
+                      str(obj.get('value', '')), obj.get('continues') is True)
 
 
 @dataclasses.dataclass

@@ -273,7 +273,7 @@ class _Stream:
             return
         mark = Mark(event.kind, self.lead + int(round(event.time_s * self.rate)),
                     int(round(event.duration_s * self.rate)), event.start, event.end,
-                    event.value)
+                    event.value, event.continues)
         self.marks.append(mark)
         self.word_ends.extend(heard_ends([mark]))
         if event.kind in TIMED:

@@ -51,6 +51,8 @@ class RemoteMark:
         duration_s: How long it lasts (s; 0 for the untimed kinds).
         start, end: Character offsets into the text sent (-1 where none).
         value: The word, phoneme, viseme or mark name.
+        continues: A word whose reading goes on in later word marks (a long number read
+            in groups): heard only with its last group.
     """
 
     kind: str
@@ -59,6 +61,7 @@ class RemoteMark:
     start: int = -1
     end: int = -1
     value: str = ''
+    continues: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
