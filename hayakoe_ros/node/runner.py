@@ -281,6 +281,11 @@ def run(factory: Callable, args=None, num_threads: int = 4,
     """
     if start_deadline_s is not None:
         faulthandler.dump_traceback_later(start_deadline_s, exit=True)
+    # Before rcl starts: a SIGINT as soon as its log directory exists (a launch file
+    # stopped at once) came between the two and ended the process by KeyboardInterrupt.
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
     try:
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     except _rclpy.RCLError as exc:
@@ -289,9 +294,6 @@ def run(factory: Callable, args=None, num_threads: int = 4,
         print(f'cannot start: {exc}{hint}', file=sys.stderr)
         faulthandler.cancel_dump_traceback_later()
         return EXIT_NOT_STARTED
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
     try:
         node = factory()
     except Exception as exc:  # rcl's refusals of names and remaps come as several types
