@@ -3,163 +3,29 @@
 """A robot's scheduler speaking through a host's voice, and taking over when the host fails.
 
 The host here is a real speech scheduler with its own engine (the tiny hayakoe model at
-44.1 kHz); the robot's is Open JTalk at 48 kHz. What crosses between them is what the ROS
-layer carries: the host's chunks and speech marks, then the goal's end. A link cut is the
-host's events no longer reaching the robot. No ROS.
+44.1 kHz); the robot's is Open JTalk at 48 kHz (relay_rig.py). What crosses between them
+is what the ROS layer carries: the host's chunks and speech marks, then the goal's end. A
+link cut is the host's events no longer reaching the robot. No ROS.
 """
 
-import queue
-from typing import Any
-import threading
 import time
 
 import numpy as np
 import pytest
 
 from hayakoe_ros.engines.base import VoiceParams
-from hayakoe_ros.speech import CancelReason, Outcome, SchedulerConfig, SpeechScheduler
-from hayakoe_ros.speech.remote import (BACKOFF_BASE_S, BACKOFF_MAX_S, HostHealth, RemoteAudio,
-                                       RemoteEnd, RemoteMark, RemoteUnavailable)
+from hayakoe_ros.speech import CancelReason, Outcome
+from hayakoe_ros.speech.remote import (BACKOFF_BASE_S, BACKOFF_MAX_S, HostHealth)
 from hayakoe_ros.text.pipeline import prepare
+from relay_rig import SHORT, TEXT, Host, Robot, _host_marks, pairs, sentence_starts
 from speech_fakes import REAL_TIMEOUT_S, VirtualClock
 
 pytestmark = pytest.mark.unit
 
-TEXT = 'おはようございます。今日は晴れです。明日は雨が降るでしょう。'
-SHORT = 'はい、わかりました。'
-
-
-class HostCall:
-    """One utterance on the host, as the robot sees it: a queue of events."""
-
-    def __init__(self, host: 'Host') -> None:
-        self.host = host
-        self.events: queue.Queue = queue.Queue()
-        self.canceled = threading.Event()
-        self.chunks = 0
-        self.utt: Any = None
-        self.closed = False
-
-    def get(self, timeout: float):
-        try:
-            return self.events.get(timeout=timeout)
-        except queue.Empty:
-            return None
-
-    def close(self) -> None:
-        self.closed = True
-
-    def cancel(self) -> None:
-        self.canceled.set()
-        if self.utt is not None:
-            self.host.sched.cancel(self.utt, CancelReason.CLIENT)
-
-
-class Host:
-    """A host voice: a scheduler whose chunks and marks become the robot's events.
-
-    ``cut_after``: chunks after which nothing more reaches the robot (a link cut);
-    ``refuse``: why every call is refused (the action is not there); ``mute``: the goal
-    is accepted and nothing ever comes back; ``lose_end``: every chunk and mark comes,
-    the goal's end never does (its status lagging on a loaded host); ``end_length``: the
-    end gives the audio's length in whole ms, as the host's ``end`` mark does;
-    ``late_last_s``: the host's last chunk (the one padded) reaches the robot that much
-    later than the others (jitter on the way).
-    """
-
-    name = '/fleet/r1/say'
-
-    def __init__(self, engine, cut_after=None, refuse='', mute=False,
-                 lose_end=False, end_length=False, late_last_s=0.0) -> None:
-        self.cut_after, self.refuse, self.mute = cut_after, refuse, mute
-        self.lose_end, self.end_length = lose_end, end_length
-        self.late_last_s = late_last_s
-        self.marks: list = []  # every mark the host published, reaching the robot or not
-        self.calls: list = []
-        self.rate = engine.sample_rate
-        self.sched = SpeechScheduler(engine, self._chunk, SchedulerConfig(pacing=False),
-                                     on_mark=self._mark)
-
-    def _reaches(self, call: HostCall) -> bool:
-        return not self.mute and (self.cut_after is None or call.chunks < self.cut_after)
-
-    def _chunk(self, utt, chunk) -> None:
-        call = self.calls[-1]
-        if self.late_last_s and chunk.valid_frames < chunk.samples.size:
-            time.sleep(self.late_last_s)  # the scenario, not a wait: a chunk held up
-        if self._reaches(call):
-            call.events.put(RemoteAudio(chunk.samples[:chunk.valid_frames] / 32768.0,
-                                        chunk.sample_rate))
-        call.chunks += 1
-
-    def _mark(self, utt, mark, play_time) -> None:
-        self.marks.append(mark)
-        call = self.calls[-1]
-        if self._reaches(call):
-            call.events.put(RemoteMark(mark.kind, mark.position / self.rate,
-                                       mark.duration / self.rate, mark.start, mark.end,
-                                       mark.value, mark.continues))
-
-    def _done(self, utt) -> None:
-        call = self.calls[-1]
-        if self._reaches(call) and not self.lose_end:
-            length = round(utt.audio_s * 1000) / 1000 if self.end_length else None
-            call.events.put(RemoteEnd(utt.outcome is Outcome.SUCCEEDED, utt.error, length))
-
-    def call(self, text: str, rate: float) -> HostCall:
-        if self.refuse:
-            raise RemoteUnavailable(self.refuse)
-        call = HostCall(self)
-        self.calls.append(call)
-        _, segments = prepare(text, 2000, 60)
-        call.utt = self.sched.submit(segments, VoiceParams(noise=0.0, noise_w=0.0),
-                                     source=text, on_done=self._done)
-        return call
-
-
-class Robot:
-    """The robot's scheduler (Open JTalk), every chunk and mark it publishes recorded."""
-
-    def __init__(self, engine, host, clock=time.monotonic, **config) -> None:
-        self.chunks: list = []
-        self.marks: list = []
-        settings: dict = dict(pacing=False, offboard_timeout_s=2.0, offboard_stall_s=1.5)
-        settings.update(config)
-        self.sched = SpeechScheduler(engine, lambda u, c: self.chunks.append(c),
-                                     SchedulerConfig(**settings), clock=clock,
-                                     on_mark=lambda u, m, t: self.marks.append(m),
-                                     remote=host)
-
-    def say(self, text: str = TEXT):
-        _, segments = prepare(text, 2000, 60)
-        utt = self.sched.submit(segments, VoiceParams(), source=text)
-        assert utt.wait(REAL_TIMEOUT_S * 3), 'the robot never finished'
-        return utt
-
-    def audio(self) -> np.ndarray:
-        return np.concatenate([c.samples[:c.valid_frames] for c in self.chunks])
-
-    def close(self) -> None:
-        self.sched.shutdown()
-
-
-def sentence_starts(marks) -> list:
-    return [m.start for m in marks if m.kind == 'sentence']
-
 
 @pytest.fixture
 def pair(tiny_engine, openjtalk_engine):
-    made = []
-
-    def build(**host_kwargs):
-        host = Host(tiny_engine, **host_kwargs)
-        robot = Robot(openjtalk_engine, host)
-        made.append((host, robot))
-        return host, robot
-    yield build
-    for host, robot in made:
-        robot.close()
-        host.sched.shutdown()
+    yield from pairs(tiny_engine, openjtalk_engine)
 
 
 def test_the_host_speaks_and_the_robot_relays_its_audio_and_marks_at_its_own_rate(pair):
@@ -246,48 +112,9 @@ def test_a_late_last_chunk_after_every_word_is_still_relayed(tiny_engine, openjt
     _relayed_whole(host, Robot(openjtalk_engine, host, offboard_stall_s=3600.0), SHORT)
 
 
-def _host_marks(tiny_engine, text: str = TEXT) -> list:
-    """The host's marks for ``text`` spoken alone (its voice is deterministic)."""
-    host = Host(tiny_engine)
-    try:
-        call = host.call(text, 1.0)
-        assert call.utt.wait(REAL_TIMEOUT_S * 3)
-    finally:
-        host.sched.shutdown()
-    return host.marks
-
-
 def _host_sentences(tiny_engine) -> list:
     """Sample positions of the host's sentence marks for TEXT."""
     return [m.position for m in _host_marks(tiny_engine) if m.kind == 'sentence']
-
-
-def test_a_link_cut_inside_a_long_number_says_its_sentence_again(pair, tiny_engine):
-    """The host fails inside a long number: the robot says the number's sentence again.
-
-    A number of 60 digits is read in groups across three segments; the link goes down
-    after the first. That segment's word mark spans the whole number but goes on
-    (``continues``): the number was not heard, and the robot's own voice says its
-    sentence again, not only the sentence after it (it skipped the number's rest).
-    """
-    number = '1234567890' * 6
-    text = f'番号は{number}。次です。'
-    marks = _host_marks(tiny_engine, text)
-    words = [m for m in marks if m.kind == 'word']
-    first = next(m for m in words if m.value == number)
-    later = [m for m in words if m.position > first.position and m.start == first.end]
-    assert first.continues and len(later) == 2
-    assert later[0].continues and not later[1].continues
-    assert later[0].position - first.position > 3 * 2048  # the first group goes out
-    host, robot = pair(cut_after=later[0].position // 2048)
-    _, segments = prepare(text, 2000, 60)
-    utt = robot.sched.submit(segments, VoiceParams(), source=text)
-    assert utt.wait(REAL_TIMEOUT_S * 3), 'the robot never finished'
-    assert utt.outcome is Outcome.SUCCEEDED, utt.error
-    assert 'then onboard' in utt.spoken_by
-    # Sentence 1 again from its start (it held the number), then sentence 2.
-    assert sentence_starts(robot.marks) == [0, 0, text.index('次')]
-    assert utt.heard == text
 
 
 def test_a_link_cut_mid_utterance_hands_the_cut_sentence_to_the_engine(pair, tiny_engine):
