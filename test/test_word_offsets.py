@@ -125,6 +125,25 @@ def test_readings_are_single_words_with_the_callers_spelling(text, values):
     assert _values(text) == values
 
 
+@pytest.mark.parametrize('text, values', [
+    # 九時から十七時: the range mark is the から between two counted numbers, as written
+    # out (it was 9時 and 〜17時: the mark went with the number after it).
+    ('会議は9時〜17時です', ['会議', 'は', '9時', '〜', '17時', 'です']),
+    ('会議は9時から17時です', ['会議', 'は', '9時', 'から', '17時', 'です']),
+    ('5分~10分待って', ['5分', '~', '10分', '待っ', 'て']),
+    ('気温は10度〜20度です', ['気温', 'は', '10度', '〜', '20度', 'です']),
+    # A counter written once for both numbers stays with them; readings stay whole.
+    ('2〜3日かかります', ['2〜3日', 'かかり', 'ます']),
+    ('10:30〜11:00に会議', ['10:30〜11:00', 'に', '会議']),
+])
+def test_a_range_mark_between_counted_numbers_is_its_own_word(text, values):
+    assert _values(text) == values
+    segs, words = _words(text)
+    _check(text, segs)
+    mark = next((w for w in words if w.value in ('〜', '~')), None)
+    assert mark is None or mark.phonemes == ('k', 'a', 'r', 'a')
+
+
 def test_a_control_character_inside_keeps_offsets_into_the_original():
     text = '\x1b[31m今日は\x07晴れ\u200b です。'
     segs, words = _words(text)

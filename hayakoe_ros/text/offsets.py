@@ -150,8 +150,9 @@ def align(source: str, spans: list, out: str) -> tuple:
                     char_spans[i] = spans[j]
         elif op in ('replace', 'insert') and k2 > k1:
             if j2 > j1:
-                parts = _split_english(source[j1:j2], text, tokens[k1:k2],
-                                       (spans[j1][0], spans[j2 - 1][1]), spans[j1:j2])
+                parts = _split_range(source[j1:j2], text, tokens[k1:k2], spans[j1:j2]) \
+                    or _split_english(source[j1:j2], text, tokens[k1:k2],
+                                      (spans[j1][0], spans[j2 - 1][1]), spans[j1:j2])
             else:
                 at = spans[j1 - 1][1] if j1 > 0 else (spans[0][0] if spans else 0)
                 parts = [((tokens[k1][0], tokens[k2 - 1][1]), (at, at))]
@@ -338,6 +339,30 @@ def _late_copies(ops: list, seq: str) -> list:
         out.append(ops[i])
         i += 1
     return out
+
+
+#: Range marks the front end reads から (9時〜17時: 九時から十七時).
+_RANGE_MARKS = frozenset('〜~～')
+_FROM = 'から'
+
+
+def _split_range(src: str, text: str, tokens: list, spans: list) -> Optional[list]:
+    """A rewritten region that starts with a range mark read から, as its two parts.
+
+    ``9時〜17時`` reads 九時から十七時: 時 pairs with 時, and ``〜17`` / から十七 is left
+    as one region, which made ``〜17時`` one word. Split, 〜 stands for から and the rest
+    for the rest, as in ``9時から17時``. None where the region does not start so (``3〜5個``,
+    read 三個から五個, stays one region: one word with its shared counter).
+    """
+    if len(src) < 2 or src[0] not in _RANGE_MARKS or \
+            not text.startswith(_FROM, tokens[0][0]):
+        return None
+    end = tokens[0][0] + len(_FROM)
+    n = next((i for i, (_, b) in enumerate(tokens) if b >= end), len(tokens))
+    if n + 1 >= len(tokens) or tokens[n][1] != end:
+        return None  # から ends inside a reading, or nothing follows it
+    return [((tokens[0][0], end), spans[0])] + _split_english(
+        src[1:], text, tokens[n + 1:], (spans[1][0], spans[-1][1]), spans[1:])
 
 
 def _split_english(src: str, text: str, tokens: list, whole: tuple, spans: list) -> list:
