@@ -71,6 +71,8 @@ def format_mark(mark: dict) -> str:
         parts.append(f"[{mark['start']}:{mark['end']}]")
     if 'duration' in mark:
         parts.append(f"({mark['duration']} ms)")
+    if mark.get('continues') is True:
+        parts.append('continues')  # the word's reading goes on in the next word marks
     return (line + ' ' + '  '.join(parts)).rstrip()
 
 

@@ -97,6 +97,19 @@ def test_say_marks_prints_the_timeline_of_its_goal(ros_test_domain, tmp_path):
         node.stop()
 
 
+def test_the_timeline_says_which_word_marks_go_on():
+    """A long number's first word mark goes on in the next ones (``continues``)."""
+    from hayakoe_ros.say_marks import format_mark
+
+    first = {'type': 'word', 'time': 40, 'duration': 900, 'start': 3, 'end': 63,
+             'value': '1234567890' * 6, 'continues': True}
+    later = {'type': 'word', 'time': 940, 'duration': 800, 'start': 63, 'end': 63,
+             'value': ''}
+    assert format_mark(first) == f"  40 ms  word      {'1234567890' * 6}  [3:63]  " \
+        '(900 ms)  continues'
+    assert format_mark(later) == ' 940 ms  word      [63:63]  (800 ms)'
+
+
 def test_a_node_with_marks_off_publishes_none_and_say_marks_says_so(ros_test_domain):
     """``marks: false``: no ``marks`` publisher; ``say --marks`` speaks, with a note."""
     node = NodeProcess({'engine': 'openjtalk', 'marks': False})
