@@ -12,7 +12,6 @@ machine swings it by tens of percent). Used by ``bench/windowed.py``.
 from __future__ import annotations
 
 import time
-from typing import Optional
 
 
 def piece_macs(staged, model: dict) -> list:
@@ -62,13 +61,8 @@ def _work(staged, macs: list, decode) -> float:
     return sum(macs[n] * length * staged.pieces[n].up for n, length in runs)
 
 
-def overlap(engine, voice, text: str, first_text: str, reps: int,
-            pace: Optional[float] = None) -> dict:
+def overlap(engine, voice, text: str, first_text: str, reps: int) -> dict:
     """Decoder seconds of the first segment in windows vs whole, over ``reps`` pairs.
-
-    The windows are those the engine decodes at the scheduler's decoder ``pace``
-    (planned seconds per audio second; None: the doubling plan of a scheduler that has
-    measured none).
 
     Each repetition decodes the segment whole and in windows, in alternating order; the
     extra time (wall, and the process's CPU) is the median of the pairs' differences (on
@@ -85,7 +79,7 @@ def overlap(engine, voice, text: str, first_text: str, reps: int,
     feats = engine._features(first_text)  # noqa: SLF001 - the bench measures the stages
     z, g, _ = staged.first_stage(hk.synthesizer_feed(engine.speaker, feats, voice))
     frames = int(z.shape[2])
-    plan = window_plan(frames, staged.hop, engine._first_frames, pace=pace)  # noqa: SLF001
+    plan = window_plan(frames, staged.hop, engine._first_frames)  # noqa: SLF001
     whole_t, win_t, whole_cpu, win_cpu = [], [], [], []
 
     def timed_whole() -> None:
@@ -134,10 +128,6 @@ def overlap(engine, voice, text: str, first_text: str, reps: int,
     extra = statistics.median(w - h for w, h in zip(win_t, whole_t))
     whole_s = statistics.median(whole_t)
     return {'frames': frames, 'windows': [(hi - lo) // staged.hop for lo, hi in plan],
-            'pace': pace,
-            'doubling': [(hi - lo) // staged.hop
-                         for lo, hi in window_plan(frames, staged.hop,
-                                                   engine._first_frames)],  # noqa: SLF001
             'reps': reps, 'whole_s': whole_s, 'windows_s': statistics.median(win_t),
             'whole_all_s': whole_t, 'windows_all_s': win_t,
             'extra_of_segment': extra / whole_s, 'utterance_decoder_s': utt_dec,

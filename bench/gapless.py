@@ -68,7 +68,7 @@ class WholeLater(WrappedEngine):
     A first segment still comes in the engine's windows (the scheduler asks for them).
     """
 
-    def window_seconds(self, audio_s, voice, pace=None):
+    def window_seconds(self, audio_s, voice):
         """One window: a later segment is never planned or decoded in windows."""
         return (float(audio_s),)
 

@@ -140,15 +140,12 @@ def _speak(engine, voice, text: str, pacing: bool, first_only: bool = False,
         elif not utt.wait(TIMEOUT_S):
             raise RuntimeError('utterance did not finish')
         cpu = time.process_time() - cpu0
-        estimate = sched.rates.estimate(f'{engine.name}/{engine.voice}')
     finally:
         sched.shutdown(timeout=60.0)
     pcm = np.concatenate([c.samples for c in chunks]) if chunks else np.zeros(0, np.int16)
     return {'ttfa_s': utt.ttfa_s, 'cpu_s': cpu, 'audio_s': utt.audio_s, 'pcm': pcm,
             'rate': engine.sample_rate, 'first_segment': utt.segments[0].text,
-            'underruns': utt.underruns, 'start_delay_s': utt.start_delay_s,
-            # What the scheduler sizes its windows by now (None: nothing measured yet).
-            'decoder_pace': None if estimate is None else estimate.decoder_pace}
+            'underruns': utt.underruns, 'start_delay_s': utt.start_delay_s}
 
 
 def _first_sound_ms(samples: np.ndarray, rate: int) -> float:
@@ -303,12 +300,8 @@ def main(argv=None) -> int:
                                   ojt.synthesize(r['first_segment'],
                                                  voice.__class__()) * 32767, 48000)}
         out['first_sound'] = sound
-        # The windows a node that has spoken before decodes the reply's first segment in:
-        # at the decoder pace its scheduler measured (over the 3-sentence text, twice:
-        # enough segments for the settled estimate's margin).
-        spoken = _speak(engine, voice, one, True, True, warm_up=three + three)
-        out['overlap'] = overlap(engine, voice, one, spoken['first_segment'], OVERLAP_PAIRS,
-                                 spoken['decoder_pace'])
+        out['overlap'] = overlap(engine, voice, one, _speak(engine, voice, one, True, True)
+                                 ['first_segment'], OVERLAP_PAIRS)
     finally:
         raw.stop()
     out['load_avg_end'] = os.getloadavg()

@@ -144,10 +144,7 @@ def report(out: dict) -> str:
     for voice, row in s.items():
         lines.append(f"| {voice} | {row['pipeline_ms']:.1f} ms | {row['engine_ms']:.1f} ms |")
     o = out['overlap']
-    pace = (f" (the scheduler's decoder pace {o['pace']:.3f} s per audio s; doubling "
-            f"{o['doubling']})" if o.get('pace') is not None else ' (doubling)')
-    lines += ['', f"overlap: first segment {o['frames']} frames in windows {o['windows']}"
-              f"{pace}: "
+    lines += ['', f"overlap: first segment {o['frames']} frames in windows {o['windows']}: "
               f"decoder {o['windows_s']:.3f} s vs {o['whole_s']:.3f} s whole "
               f"(medians of {o.get('reps', 3)} alternating pairs; "
               f"{o['extra_of_segment'] * 100:+.1f} % of the segment's, "

@@ -238,7 +238,7 @@ class TimedToneEngine(ToneEngine):
         self.window_gate.set()
         self.at_gate = threading.Event()
 
-    def synthesize_windows(self, text, voice, first_audio=True, pace=None):
+    def synthesize_windows(self, text, voice, first_audio=True):
         whole = self.synthesize_timed(text, voice)
         rest = whole.audio[self.SPLIT:]
         yield AudioWindow(whole.audio[:self.SPLIT], (rest.size / self.RATE,), whole.phones)

@@ -219,8 +219,7 @@ class StagedTone(ToneEngine):
 
     Before any sample of a segment: ``prefix`` s per second of its audio (front end,
     first stage); then ``decoder`` s per second of each window. Windows as hayakoe plans
-    them (:func:`window_plan`: 0.1 s, then at least doubling, as long as the scheduler's
-    decoder pace keeps up with) over 10 ms frames; ``split`` False:
+    them (:func:`window_plan`: 0.1 s, then doubling) over 10 ms frames; ``split`` False:
     :meth:`window_seconds` says every segment comes whole (an engine that cannot split
     a later segment), though :meth:`synthesize_windows` still windows a first one.
     """
@@ -231,27 +230,22 @@ class StagedTone(ToneEngine):
         super().__init__(clock, rtf=prefix + decoder)
         self.prefix, self.decoder, self.split = prefix, decoder, split
         self.windowed: list = []  # (text, first_audio) of each windowed synthesis
-        self.paces: list = []  # the decoder pace each windowed synthesis was asked for
-        self.plans: list = []  # the frames of each window, per windowed synthesis
 
-    def _plan(self, samples: int, pace) -> list:
+    def _plan(self, samples: int) -> list:
         from hayakoe_ros.engines.windowed_decoder import window_plan
 
-        return window_plan(-(-samples // self.HOP), self.HOP, 10, pace=pace)
+        return window_plan(-(-samples // self.HOP), self.HOP, 10)
 
-    def window_seconds(self, audio_s, voice, pace=None):
+    def window_seconds(self, audio_s, voice):
         if not self.split:
             return (audio_s,)
-        return tuple((b - a) / self.RATE
-                     for a, b in self._plan(int(audio_s * self.RATE), pace))
+        return tuple((b - a) / self.RATE for a, b in self._plan(int(audio_s * self.RATE)))
 
-    def synthesize_windows(self, text, voice, first_audio=True, pace=None):
+    def synthesize_windows(self, text, voice, first_audio=True):
         self.windowed.append((text, first_audio))
-        self.paces.append(pace)
         audio = self.tone(self.samples_for(text), self.frequency)
         self._clock.sleep(self.prefix * audio.size / self.RATE)
-        plan = [(a, min(b, audio.size)) for a, b in self._plan(audio.size, pace)]
-        self.plans.append([(b - a) // self.HOP for a, b in plan])
+        plan = [(a, min(b, audio.size)) for a, b in self._plan(audio.size)]
         for i, (a, b) in enumerate(plan):
             self._clock.sleep(self.decoder * (b - a) / self.RATE)
             yield AudioWindow(audio[a:b], tuple((hi - lo) / self.RATE
@@ -296,36 +290,6 @@ def test_a_long_later_segment_comes_in_windows_and_the_reply_starts_sooner():
     # (the second's own start was planned before any window was measured).
     assert off[2].start_delay_s > 1.0
     assert on[2].start_delay_s < off[2].start_delay_s - 0.5
-
-
-def test_a_fast_decoder_gets_fewer_longer_windows_that_still_play_in_time():
-    """A decoder 10x faster than real time: once measured, windows as long as it keeps up.
-
-    The reply's single 2 s segment (200 frames of 10 ms): before any window was measured
-    the windows double from 0.1 s ([10, 20, 40, 80, 50]); after, the scheduler asks for
-    them at its planned decoder pace (0.1 s per audio s x the young estimate's margin,
-    1.35) and the second window is what 0.1 s of audio covers at that pace (74 frames):
-    three windows, each decoded before the audio before it has played.
-    """
-    clock = ThreadClock()
-    engine = StagedTone(clock, prefix=0.2, decoder=0.1)
-    sched = threaded_scheduler(engine, clock, first_segment_morae=0)
-    text = 'あいうえお' * 8 + '。'
-    try:
-        utts = []
-        for _ in range(3):
-            utts.append(submit_text(sched, text, VOICE))
-            assert utts[-1].wait(T) and utts[-1].outcome is Outcome.SUCCEEDED
-    finally:
-        sched.shutdown()
-    assert [u.underruns for u in utts] == [0, 0, 0]
-    # The first reply came whole (a fresh estimate); the second in doubling windows (no
-    # window measured yet), the third at the pace the second's windows measured.
-    assert len(engine.plans) == 2
-    assert engine.paces[0] is None and engine.plans[0] == [10, 20, 40, 80, 50]
-    assert engine.paces[1] == pytest.approx(0.1 * YOUNG_SAFETY, rel=0.05)
-    assert engine.plans[1] == [10, 74, 116]
-    assert [u.audio_s for u in utts] == pytest.approx([2.0] * 3, abs=0.01)
 
 
 class SlowerLongTone(ToneEngine):

@@ -75,7 +75,7 @@ class GatedEngine(Engine):
     def synthesize(self, text, voice):
         return self._call(text)
 
-    def synthesize_windows(self, text, voice, first_audio=True, pace=None):
+    def synthesize_windows(self, text, voice, first_audio=True):
         for k in range(3):
             yield AudioWindow(self._call(f'{text}#{k}'), later_s=(0.01,) * (2 - k))
 

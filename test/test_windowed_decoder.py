@@ -88,63 +88,6 @@ def test_default_first_window_and_growth(engines, det_voice, tiny_model_root, tm
         windowed.set_first_window(0.001)
 
 
-def _frames(plan, hop=512):
-    return [(hi - lo) // hop for lo, hi in plan]
-
-
-@pytest.mark.parametrize('frames', [1, 9, 40, 98, 300, 1000])
-@pytest.mark.parametrize('pace', [0.02, 0.1, 0.36, 0.5, 0.9, 3.0])
-def test_windows_at_a_pace_are_ready_before_the_audio_before_them_has_played(frames, pace):
-    """Each window after the first: decoded at ``pace`` in the time the ones before play.
-
-    Windows 2..k+1 are decoded one after the other from the first window's hand-over,
-    while windows 1..k play; where the decoder is too slow for more than twice the window
-    before (pace over about a half), the plan is the doubling one.
-    """
-    plan = window_plan(frames, 512, 9, pace=pace)
-    sizes = _frames(plan)
-    assert sum(sizes) == frames and plan[0][0] == 0
-    assert all(a[1] == b[0] for a, b in zip(plan, plan[1:]))
-    doubling = _frames(window_plan(frames, 512, 9))
-    assert len(sizes) <= len(doubling)
-    for k in range(1, len(sizes)):
-        played, decoded = sum(sizes[:k]), pace * sum(sizes[1:k + 1])
-        # Where it cannot keep up: doubling, a last window with the tail it took (at
-        # most half a doubled window more).
-        most = 3 if k == len(sizes) - 1 else 2
-        assert decoded <= played or sizes[k] <= most * sizes[k - 1], (sizes, k)
-    if pace >= 0.6:
-        assert sizes == doubling  # too slow to keep up with more than doubling
-
-
-def test_a_faster_decoder_means_fewer_cuts():
-    # The benchmark's first segment (98 frames): doubling, at this VM's 2-thread pace
-    # (0.31 s per audio s x 1.15), and on a decoder ten times faster than real time.
-    assert _frames(window_plan(98, 512, 9)) == [9, 18, 36, 35]
-    assert _frames(window_plan(98, 512, 9, pace=0.36)) == [9, 25, 64]
-    assert _frames(window_plan(98, 512, 9, pace=0.1)) == [9, 89]
-    # A window sized by the pace takes no short tail: it would be late.
-    assert _frames(window_plan(300, 512, 9, pace=0.36)) == [9, 25, 69, 192, 5]
-    for bad in (0.0, -1.0, float('inf'), float('nan')):
-        with pytest.raises(ValueError, match='pace'):
-            window_plan(98, 512, 9, pace=bad)
-
-
-def test_windows_at_a_pace_are_still_the_whole_segment_s_audio(engines, det_voice):
-    windowed, whole = engines
-    for text in TEXTS[:2]:
-        reference = whole.synthesize(text, det_voice)
-        doubling = list(windowed.synthesize_windows(text, det_voice))
-        paced = list(windowed.synthesize_windows(text, det_voice, pace=0.2))
-        assert 2 <= len(paced) < len(doubling)
-        audio = np.concatenate([w.audio for w in paced])
-        assert audio.size == reference.size
-        assert np.abs(audio - reference).max() <= EXACT
-        seconds = [w.audio.size / 44100 for w in paced]
-        assert windowed.window_seconds(sum(seconds), det_voice, 0.2) == \
-            pytest.approx(seconds, abs=1e-9)
-
-
 def test_receptive_field_is_the_decoder_s_own(engines, monkeypatch):
     """An impulse in the latent changes exactly the audio the chain says it reaches."""
     windowed, _ = engines

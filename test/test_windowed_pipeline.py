@@ -39,7 +39,7 @@ class WindowedTone(ToneEngine):
         self.windows_made: list = []
         self.closed: list = []
 
-    def synthesize_windows(self, text, voice, first_audio=True, pace=None):
+    def synthesize_windows(self, text, voice, first_audio=True):
         audio = self.synthesize(text, voice)
         cuts = [0, audio.size // 6, audio.size // 2, audio.size]
         sizes = [b - a for a, b in zip(cuts, cuts[1:])]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
-from typing import Iterator, Optional, Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -90,8 +90,8 @@ class Engine(abc.ABC):
             UnknownStyleError: ``voice.style`` is not offered.
         """
 
-    def synthesize_windows(self, text: str, voice: VoiceParams, first_audio: bool = True,
-                           pace: Optional[float] = None) -> Iterator[AudioWindow]:
+    def synthesize_windows(self, text: str, voice: VoiceParams,
+                           first_audio: bool = True) -> Iterator[AudioWindow]:
         """Synthesise one segment in windows, its first samples first (for first audio).
 
         The default yields :meth:`synthesize_timed`'s result as one window. An engine
@@ -104,25 +104,19 @@ class Engine(abc.ABC):
         (:meth:`cancellable` around the iteration) stops it there. ``first_audio``: the
         windows bring an utterance its first audio (False: a later segment, windowed so
         that it plays in time); an engine shared by several robots lets such a first
-        window go ahead of other calls (:class:`.shared.GatedEngine`). ``pace``: the
-        planned decoder seconds per audio second (measured, times a safety factor; None:
-        not measured yet), from which an engine that decodes in windows sizes them so
-        that each is ready before the ones before it have played
-        (:func:`.windowed_decoder.window_plan`).
+        window go ahead of other calls (:class:`.shared.GatedEngine`).
 
         Raises:
             What :meth:`synthesize` raises.
         """
         yield self.synthesize_timed(text, voice)
 
-    def window_seconds(self, audio_s: float, voice: VoiceParams,
-                       pace: Optional[float] = None) -> tuple:
+    def window_seconds(self, audio_s: float, voice: VoiceParams) -> tuple:
         """Seconds of audio of each window :meth:`synthesize_windows` would yield.
 
         For a segment of about ``audio_s`` seconds (an estimate: the real windows follow
         the real length), so that a start can be planned for the windows of a segment
-        not yet synthesised; ``pace`` as :meth:`synthesize_windows`'s. The default: one
-        window, ``(audio_s,)``.
+        not yet synthesised. The default: one window, ``(audio_s,)``.
         """
         return (float(audio_s),)
 
@@ -262,15 +256,14 @@ class WrappedEngine(Engine):
         """The wrapped engine's timed synthesis (see :meth:`Engine.synthesize_timed`)."""
         return self._engine.synthesize_timed(text, voice)
 
-    def synthesize_windows(self, text: str, voice: VoiceParams, first_audio: bool = True,
-                           pace: Optional[float] = None) -> Iterator[AudioWindow]:
+    def synthesize_windows(self, text: str, voice: VoiceParams,
+                           first_audio: bool = True) -> Iterator[AudioWindow]:
         """The wrapped engine's windows (see :meth:`Engine.synthesize_windows`)."""
-        return self._engine.synthesize_windows(text, voice, first_audio, pace)
+        return self._engine.synthesize_windows(text, voice, first_audio)
 
-    def window_seconds(self, audio_s: float, voice: VoiceParams,
-                       pace: Optional[float] = None) -> tuple:
+    def window_seconds(self, audio_s: float, voice: VoiceParams) -> tuple:
         """The wrapped engine's windows' seconds (see :meth:`Engine.window_seconds`)."""
-        return self._engine.window_seconds(audio_s, voice, pace)
+        return self._engine.window_seconds(audio_s, voice)
 
     def predict_pause(self, left: str, right: str, voice: VoiceParams) -> float:
         """The wrapped engine's pause (s)."""

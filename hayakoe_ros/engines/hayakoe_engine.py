@@ -78,8 +78,7 @@ class HayakoeEngine(Engine):
             for 1.9-4.9 %: on average 4 ms sooner than ``'first_audio'`` for 0.7 % more.
         first_window_s: CPU only: decode each segment's latent in windows, the first
             this many seconds of audio long (:data:`FIRST_WINDOW_S`, 0.1 s, 9 frames of
-            the 44.1 kHz JP-Extra models) and each later one at least twice the one
-            before, longer where the scheduler's measured decoder pace keeps up
+            the 44.1 kHz JP-Extra models) and each later one twice the one before
             (:meth:`synthesize_windows`), with the synthesizer cut in two stages at the
             decoder (:mod:`.decoder_split`, cached beside the optimised models). 0 =
             whole segments (hayakoe's own single call). In ``(0, 10]`` otherwise; a
@@ -283,14 +282,13 @@ class HayakoeEngine(Engine):
         return AudioWindow(audio, phones=hayakoe_phonemes.phones_from_frames(
             feats.phones, frames, self._hop, len(audio)))
 
-    def synthesize_windows(self, text: str, voice: VoiceParams, first_audio: bool = True,
-                           pace: Optional[float] = None) -> Iterator[AudioWindow]:
+    def synthesize_windows(self, text: str, voice: VoiceParams,
+                           first_audio: bool = True) -> Iterator[AudioWindow]:
         """Synthesise one segment in decoder windows; see :meth:`Engine.synthesize_windows`.
 
         Front end and BERT, then the first stage (encoder, duration predictors, flow) once,
         then the decoder window by window (:func:`.windowed_decoder.window_plan`: the
-        first ``first_window_s`` long, each later one at least twice the one before and
-        as long as a decoder at ``pace`` keeps up with). Whole
+        first ``first_window_s`` long, each later one twice the one before). Whole
         segments (one window) without the two stages, and with ``pitch_scale`` or
         ``intonation_scale`` other than 1 (WORLD re-synthesis needs the whole segment).
         The first window carries the segment's phones, from the first stage's durations:
@@ -305,11 +303,9 @@ class HayakoeEngine(Engine):
         feats = self._features(text)
         self._check_speakable(text, feats)
         yield from hayakoe_staged.decode_windows(self._speaker, staged, feats, voice,
-                                                 self._first_frames, self._sample_rate,
-                                                 pace)
+                                                 self._first_frames, self._sample_rate)
 
-    def window_seconds(self, audio_s: float, voice: VoiceParams,
-                       pace: Optional[float] = None) -> tuple:
+    def window_seconds(self, audio_s: float, voice: VoiceParams) -> tuple:
         """Seconds of each window of a segment of ``audio_s`` s (:meth:`Engine.window_seconds`).
 
         :func:`.windowed_decoder.window_plan` over ``ceil(audio_s x rate / hop)`` frames,
@@ -321,8 +317,7 @@ class HayakoeEngine(Engine):
                 or voice.pitch_scale != 1.0 or voice.intonation_scale != 1.0:
             return (float(audio_s),)
         frames = max(1, int(np.ceil(audio_s * self._sample_rate / staged.hop - 1e-9)))
-        plan = windowed_decoder.window_plan(frames, staged.hop, self._first_frames,
-                                            pace=pace)
+        plan = windowed_decoder.window_plan(frames, staged.hop, self._first_frames)
         return tuple((hi - lo) / self._sample_rate for lo, hi in plan)
 
     def predict_pause(self, left: str, right: str, voice: VoiceParams) -> float:

@@ -79,11 +79,10 @@ def stage_synthesizer(tts, speaker, hooks: dict, release: Callable[[], None],
 
 def decode_windows(speaker, staged: windowed_decoder.StagedSynthesizer,
                    features: hk.SegmentFeatures, voice: VoiceParams, first_frames: int,
-                   sample_rate: int, pace: Optional[float] = None) -> Iterator[AudioWindow]:
+                   sample_rate: int) -> Iterator[AudioWindow]:
     """One segment: the first stage once, then the decoder window by window.
 
-    Windows per :func:`.windowed_decoder.window_plan` (``first_frames``, then at least
-    doubling, as long as a decoder at ``pace`` keeps up with);
+    Windows per :func:`.windowed_decoder.window_plan` (``first_frames``, then doubling);
     each is decoded when the iterator is advanced, holding hayakoe's model lock for that
     run only. The concatenation equals hayakoe's whole-segment output (pitch and
     intonation at 1: the caller's condition). The first window carries the segment's
@@ -98,7 +97,7 @@ def decode_windows(speaker, staged: windowed_decoder.StagedSynthesizer,
     phones = hayakoe_phonemes.phones_from_frames(
         features.phones, None if durations is None else durations.reshape(-1), staged.hop,
         frames * staged.hop)
-    plan = windowed_decoder.window_plan(frames, staged.hop, first_frames, pace=pace)
+    plan = windowed_decoder.window_plan(frames, staged.hop, first_frames)
     seconds = [(hi - lo) / sample_rate for lo, hi in plan]
     stream = staged.stream(z, g)
     for i, (lo, hi) in enumerate(plan):

@@ -239,8 +239,8 @@ class CachingEngine(WrappedEngine):
         self._keep(key, audio, tuple(timed.phones))
         return AudioWindow(audio, phones=tuple(timed.phones))
 
-    def synthesize_windows(self, text: str, voice: VoiceParams, first_audio: bool = True,
-                           pace: Optional[float] = None) -> Iterator[AudioWindow]:
+    def synthesize_windows(self, text: str, voice: VoiceParams,
+                           first_audio: bool = True) -> Iterator[AudioWindow]:
         """A hit as one window (whole, at no cost); a miss as the wrapped engine's windows.
 
         A hit's window carries the phones stored with it; a miss's windows are the
@@ -255,7 +255,7 @@ class CachingEngine(WrappedEngine):
             return
         parts: list = []
         phones: tuple = ()
-        for window in self._engine.synthesize_windows(text, voice, first_audio, pace):
+        for window in self._engine.synthesize_windows(text, voice, first_audio):
             if not parts:
                 phones = tuple(window.phones)
             parts.append(np.asarray(window.audio, dtype=np.float32))

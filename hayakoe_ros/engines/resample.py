@@ -17,7 +17,7 @@ window out before the rest is decoded (less the filter's delay, about 1 ms at HQ
 
 from __future__ import annotations
 
-from typing import Iterator, Optional, Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import soxr
@@ -129,8 +129,8 @@ class ResampledEngine(WrappedEngine):
         return AudioWindow(audio, phones=scale_phones(timed.phones, self._engine.sample_rate,
                                                       self._rate, len(audio)))
 
-    def synthesize_windows(self, text: str, voice: VoiceParams, first_audio: bool = True,
-                           pace: Optional[float] = None) -> Iterator[AudioWindow]:
+    def synthesize_windows(self, text: str, voice: VoiceParams,
+                           first_audio: bool = True) -> Iterator[AudioWindow]:
         """The wrapped engine's windows, each resampled as it comes (one libsoxr stream).
 
         The concatenation equals :meth:`synthesize`'s output sample for sample; the first
@@ -139,7 +139,7 @@ class ResampledEngine(WrappedEngine):
         the wrapped engine's (a cancel between windows).
         """
         in_rate = self._engine.sample_rate
-        windows = self._engine.synthesize_windows(text, voice, first_audio, pace)
+        windows = self._engine.synthesize_windows(text, voice, first_audio)
         if in_rate == self._rate:
             yield from windows
             return

@@ -198,8 +198,8 @@ class GatedEngine(WrappedEngine):
         with self._turn():
             return self._engine.synthesize_timed(text, voice)
 
-    def synthesize_windows(self, text: str, voice: VoiceParams, first_audio: bool = True,
-                           pace: Optional[float] = None) -> Iterator[AudioWindow]:
+    def synthesize_windows(self, text: str, voice: VoiceParams,
+                           first_audio: bool = True) -> Iterator[AudioWindow]:
         """The engine's windows, one turn per window (other callers run between).
 
         With ``first_audio`` the first window's turn is a first-audio turn (it may go
@@ -211,8 +211,8 @@ class GatedEngine(WrappedEngine):
             while True:
                 with self._turn(first=first_audio and inner is None):
                     if inner is None:
-                        inner = iter(self._engine.synthesize_windows(
-                            text, voice, first_audio, pace))
+                        inner = iter(self._engine.synthesize_windows(text, voice,
+                                                                     first_audio))
                     window = next(inner, None)
                 if window is None:
                     return
@@ -284,11 +284,11 @@ class SharedEngineView(WrappedEngine):
         self._check_open()
         return self._engine.synthesize_timed(text, voice)
 
-    def synthesize_windows(self, text: str, voice: VoiceParams, first_audio: bool = True,
-                           pace: Optional[float] = None) -> Iterator[AudioWindow]:
+    def synthesize_windows(self, text: str, voice: VoiceParams,
+                           first_audio: bool = True) -> Iterator[AudioWindow]:
         """The shared engine's windows."""
         self._check_open()
-        return self._engine.synthesize_windows(text, voice, first_audio, pace)
+        return self._engine.synthesize_windows(text, voice, first_audio)
 
     def predict_pause(self, left: str, right: str, voice: VoiceParams) -> float:
         """The shared engine's pause prediction (s)."""

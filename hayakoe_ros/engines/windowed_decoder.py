@@ -27,54 +27,26 @@ from .decoder_receptive import ChainSpec
 MAX_FIRST_WINDOW_S = 10.0
 
 
-def window_plan(frames: int, hop: int, first_frames: int, growth: float = 2.0,
-                pace: Optional[float] = None) -> list:
+def window_plan(frames: int, hop: int, first_frames: int, growth: float = 2.0) -> list:
     """Sample bounds ``[(lo, hi), ...]`` of the windows a ``frames`` latent is decoded in.
 
-    The first window is ``first_frames`` frames. Each later one is the longer of
-    ``growth`` times the one before and, with a ``pace``, the longest the decoder keeps
-    up with: decoded, at ``pace`` seconds per audio second, by the time the windows
-    before it have played from the first window's hand-over. Each cut costs the context
-    that the pieces compute again on both sides of it and one run of every piece (about
-    5 ms on the full-size model at 2 threads: BENCHMARKS.md, "What one window costs"),
-    so the fewer the better. Without a ``pace``, or with a decoder too slow for
-    ``growth`` (a start delay then covers it), a last piece shorter than half the window
-    before it joins that window; a window sized by ``pace`` takes no tail, which would
-    make it late. All bounds are frame boundaries (x ``hop`` samples); the windows tile
-    ``[0, frames * hop)``.
-
-    Args:
-        frames: Latent frames of the segment (>= 1).
-        hop: Samples per latent frame.
-        first_frames: Frames of the first window (>= 1).
-        growth: Least ratio of a window to the one before (>= 1; 2 keeps a decoder about
-            twice as fast as real time in time, with a margin).
-        pace: Planned decoder seconds per audio second for the windows after the first
-            (the measured rate times a safety factor: the scheduler's
-            :meth:`~hayakoe_ros.speech.gapless.RateEstimate.planned_decoding_s` of 1 s);
-            None: ``growth`` alone.
+    The first window is ``first_frames`` frames; each later one ``growth`` times the one
+    before (so that it is decoded while those before it play, on a decoder faster than
+    real time, and the overlaps, one per cut, stay few); a last piece shorter than half
+    the window before it joins that window. All bounds are frame boundaries (x ``hop``
+    samples); the windows tile ``[0, frames * hop)``.
 
     Raises:
-        ValueError: ``first_frames`` < 1, ``growth`` < 1, ``frames`` < 1 or ``pace`` not
-            a positive finite number.
+        ValueError: ``first_frames`` < 1, ``growth`` < 1 or ``frames`` < 1.
     """
     if frames < 1 or first_frames < 1 or not growth >= 1.0:
         raise ValueError(f'window plan needs frames >= 1 ({frames}), a first window >= 1 '
                          f'frame ({first_frames}) and growth >= 1 ({growth})')
-    if pace is not None and not 0.0 < pace < math.inf:
-        raise ValueError(f'window plan needs a decoder pace > 0 s per audio s ({pace})')
     bounds = [0]
     size = float(first_frames)
     while bounds[-1] < frames:
-        kept_up = False
-        if pace is not None and len(bounds) > 1:
-            # Window k+1 is decoded after windows 2..k, while windows 1..k play:
-            # pace x (its frames + theirs) <= the frames handed over.
-            longest = bounds[-1] / pace - (bounds[-1] - bounds[1])
-            if longest > size:
-                size, kept_up = math.floor(longest), True
         nxt = min(frames, bounds[-1] + max(1, int(round(size))))
-        if len(bounds) > 1 and frames - nxt < 0.5 * size and nxt < frames and not kept_up:
+        if len(bounds) > 1 and frames - nxt < 0.5 * size and nxt < frames:
             nxt = frames  # a short tail joins this window
         bounds.append(nxt)
         size *= growth

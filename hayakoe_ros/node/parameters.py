@@ -113,10 +113,9 @@ _SPECS = (
                   Apply.RELOAD, choices=_choices(Spinning)),
     ParameterSpec('first_window_s', 0.1, "CPU only: the first segment's audio (and, "
                   "with gapless, a later one that would be late whole) is decoded in "
-                  'windows, the first this long (s), each later one as long as the '
-                  'measured decoder keeps up with and at least twice the one before, so '
-                  'that it starts playing before the rest is decoded; 0 = whole '
-                  'segments.', Apply.RELOAD, range=(0.0, 10.0)),
+                  'windows, the first this long (s), each later one twice the one '
+                  'before, so that it starts playing before the rest is decoded; 0 = '
+                  'whole segments.', Apply.RELOAD, range=(0.0, 10.0)),
     # --- voice (live) ---
     ParameterSpec('style', _VOICE.style, 'Voice style (emotion) name offered by the model.'),
     ParameterSpec('style_weight', _VOICE.style_weight,

@@ -112,16 +112,6 @@ class RateEstimate:
             return self.planned_synthesis_s(audio_s)
         return self.decoder_rtf * audio_s * self.safety
 
-    @property
-    def decoder_pace(self) -> Optional[float]:
-        """Planned decoder seconds per audio second (:meth:`planned_decoding_s` of 1 s).
-
-        What an engine sizes a segment's windows by, so that each is decoded before the
-        ones before it have played (:func:`~hayakoe_ros.engines.windowed_decoder.
-        window_plan`); None until a segment came in windows.
-        """
-        return None if self.decoder_rtf is None else self.planned_decoding_s(1.0)
-
     def planned_windows_s(self, windows_s: Sequence[float]) -> list:
         """Synthesis seconds planned for each window of a segment decoded in windows.
 

@@ -159,15 +159,14 @@ def synthesize_utterance(engine: Engine, utt: Utterance, attempt: Attempt, gain:
         # fresh scheduler) the first segment comes whole. A later segment is synthesised
         # while earlier audio plays: whole, unless (gapless) it would not be ready in time
         # whole: in windows it plays after its first (the start was planned so).
-        rate = pacing.rates.estimate(key)
         if k == first:
-            windowed = not cached and (not pacing.gapless or rate is not None)
+            windowed = not cached and (not pacing.gapless
+                                       or pacing.rates.estimate(key) is not None)
         else:
             windowed = not cached and pacing.gapless and _late_whole(
-                engine, rate, utt, k, seg, voice,
+                engine, pacing.rates.estimate(key), utt, k, seg, voice,
                 _slack_s(handed / sr, t0, attempt.start_at, utt.first_audio_at))
-        windows = _windows(engine, seg.text, voice, windowed, k == first,
-                           None if rate is None else rate.decoder_pace)
+        windows = _windows(engine, seg.text, voice, windowed, first_audio=k == first)
         decoding = [0.0, 0.0]  # seconds and samples of the windows after the first
         seg_start = handed  # where this segment's first sample goes in the stream
         phones: tuple = ()
@@ -338,16 +337,14 @@ def _end_stream(put: Put, utt: Utterance, attempt: Attempt, joiner: Joiner, gain
 
 
 def _windows(engine: Engine, text: str, voice: VoiceParams, windowed: bool,
-             first_audio: bool, pace: Optional[float]) -> Iterator[AudioWindow]:
+             first_audio: bool) -> Iterator[AudioWindow]:
     """The segment's audio as the engine's windows, or as one window (``windowed`` False).
 
     The first window carries the segment's phoneme timing where the engine has it.
-    ``first_audio``: the segment brings the utterance its first audio. ``pace``: the
-    planned decoder seconds per audio second the windows are sized by
-    (:attr:`.gapless.RateEstimate.decoder_pace`).
+    ``first_audio``: the segment brings the utterance its first audio.
     """
     if windowed:
-        yield from engine.synthesize_windows(text, voice, first_audio, pace)
+        yield from engine.synthesize_windows(text, voice, first_audio)
     else:
         yield engine.synthesize_timed(text, voice)
 
@@ -375,8 +372,7 @@ def _late_whole(engine: Engine, estimate: Optional[RateEstimate], utt: Utterance
     if estimate is None:
         return False
     audio = estimate.audio_s(seg.text, utt.voice.length_scale, seg.rate)
-    late = comes_in_windows(estimate, audio, slack_s,
-                            engine.window_seconds(audio, voice, estimate.decoder_pace))
+    late = comes_in_windows(estimate, audio, slack_s, engine.window_seconds(audio, voice))
     if late:
         _LOG.debug('utterance %d: segment %d in windows (about %.2f s of audio, %.2f s '
                    'until it plays)', utt.id, k + 1, audio, slack_s)
@@ -398,8 +394,7 @@ def _plan_start(estimate: Optional[RateEstimate], engine: Engine, utt: Utterance
     cached = [engine.is_cached(s.text, segment_voice(utt.voice, s)) for s in segments]
     delay = plan_start_delay(segments, ready, ahead_s, estimate, utt.voice.length_scale,
                              cached, pending_s, lambda seg, audio: engine.window_seconds(
-                                 audio, segment_voice(utt.voice, seg),
-                                 None if estimate is None else estimate.decoder_pace))
+                                 audio, segment_voice(utt.voice, seg)))
     attempt.start_at = now + delay
     attempt.start_delay_s = attempt.start_at - first_ready
     if estimate is not None:
