@@ -7,7 +7,7 @@ import json
 import pytest
 
 from hayakoe_ros.node.marks_out import mark_fields, mark_object
-from hayakoe_ros.node.offboard import remote_mark
+from hayakoe_ros.node.remote_marks import remote_mark
 from hayakoe_ros.speech.marks import Mark
 from hayakoe_ros.speech.remote import RemoteMark
 
@@ -39,8 +39,53 @@ def test_a_word_that_goes_on_says_so_and_the_robot_reads_it():
 
 
 def test_a_malformed_mark_field_is_refused_as_a_value_error():
-    for bad in ({'type': 'word', 'time': 'soon'}, {'type': 'word', 'start': [1]}):
-        with pytest.raises((ValueError, TypeError)):
+    """Anyone may publish on a host's marks topic: what the relay cannot use is refused."""
+    for bad in ({'type': 'word', 'time': 'soon'}, {'type': 'word', 'start': [1]},
+                {'type': 'word', 'time': float('nan')}, {'type': 'word', 'time': float('inf')},
+                {'type': 'word', 'duration': float('inf')}, {'type': 'word', 'time': 10 ** 400},
+                {'type': 'word', 'start': 1e400}, {'type': 'word', 'end': float('-inf')},
+                {'type': 'word', 'time': -5}, {'type': 'word', 'start': 1.5},
+                {'type': 'word', 'time': True}):
+        with pytest.raises(ValueError):
             remote_mark(bad)
     # Only a JSON true means it goes on.
     assert remote_mark({'type': 'word', 'continues': 'yes'}).continues is False
+
+
+def test_a_rogue_mark_is_dropped_and_the_relay_goes_on():
+    """Malformed messages on the host's marks topic neither raise nor reach the relay.
+
+    The subscription's callback and a call's mark handler, on their own (a raise there
+    ended the robot's process, or killed its synthesis thread).
+    """
+    import threading
+
+    from std_msgs.msg import String
+
+    from hayakoe_ros.node import offboard
+    from hayakoe_ros.speech.remote import RemoteEnd
+
+    class Call:
+        on_mark = offboard._Call.on_mark
+
+        def __init__(self):
+            self.events = []
+
+        def _queue(self, event):
+            self.events.append(event)
+
+    call = Call()
+    voice = offboard.OffboardVoice.__new__(offboard.OffboardVoice)
+    voice._lock, voice._calls = threading.Lock(), {'u1': call}
+    for data in ('{"utterance": []}', '{"utterance": {"a": 1}}', '[' * 200_000,
+                 '{"utterance": "u1", "type": "word", "time": NaN}',
+                 '{"utterance": "u1", "type": "word", "duration": Infinity}',
+                 '{"utterance": "u1", "type": "word", "start": 1e400}',
+                 '{"utterance": "u1", "type": "end", "value": "succeeded", "time": '
+                 + '9' * 400 + '}'):
+        voice._on_mark(String(data=data))
+    # The malformed end still ends the relay (its length unknown); no mark went through.
+    assert [type(e) for e in call.events] == [RemoteEnd]
+    assert call.events[0].audio_s is None
+    voice._on_mark(String(data='{"utterance": "u1", "type": "word", "time": 20}'))
+    assert call.events[-1] == RemoteMark('word', 0.02)

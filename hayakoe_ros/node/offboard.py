@@ -43,8 +43,9 @@ from std_msgs.msg import String
 from unique_identifier_msgs.msg import UUID
 
 from .decode import decode
-from ..speech.remote import RemoteAudio, RemoteEnd, RemoteMark, RemoteUnavailable
+from ..speech.remote import RemoteAudio, RemoteEnd, RemoteUnavailable
 from .parameters import RATE_RANGE
+from .remote_marks import remote_mark
 
 #: When a cancel of a host goal not yet taken is sent again (s): first this long after
 #: the cancel, then at doubling intervals up to :data:`CANCEL_RETRY_MAX_S`. A request sent
@@ -184,15 +185,14 @@ class _Call:
         also gives the audio's length (its ``time``, ms), so the relay can end as soon
         as that much has come.
         """
-        if obj.get('type') == 'end' and obj.get('value') == 'succeeded':
-            time_ms = obj.get('time')
-            self._queue(RemoteEnd(True, audio_s=float(time_ms) / 1000.0
-                                  if isinstance(time_ms, (int, float)) else None))
         try:
             mark = remote_mark(obj)
-        except (ValueError, TypeError):
-            return  # a malformed mark: the audio and the goal's end still come
-        self._queue(mark)
+        except ValueError:
+            mark = None  # a malformed mark: the audio and the goal's result still come
+        if obj.get('type') == 'end' and obj.get('value') == 'succeeded':
+            self._queue(RemoteEnd(True, audio_s=None if mark is None else mark.time_s))
+        if mark is not None:
+            self._queue(mark)
 
     def on_result(self, future) -> None:
         """The goal's result (executor thread): why it failed, when it did."""
@@ -202,21 +202,6 @@ class _Call:
         elif response.status != GoalStatus.STATUS_SUCCEEDED:
             state = _STATUS.get(response.status, str(response.status))
             self._queue(RemoteEnd(False, f'the host goal was {state}: {response.result.text}'))
-
-
-def remote_mark(obj: dict) -> RemoteMark:
-    """One of the host's ``marks`` objects (README, "Speech marks") as a :class:`RemoteMark`.
-
-    ``time`` and ``duration`` come in ms; a field left out takes its default (no
-    offsets: -1; ``continues``: False).
-
-    Raises:
-        ValueError, TypeError: a field of the wrong type.
-    """
-    return RemoteMark(str(obj.get('type', '')), float(obj.get('time', 0)) / 1000.0,
-                      float(obj.get('duration', 0)) / 1000.0,
-                      int(obj.get('start', -1)), int(obj.get('end', -1)),
-                      str(obj.get('value', '')), obj.get('continues') is True)
 
 
 @dataclasses.dataclass
@@ -353,8 +338,10 @@ class OffboardVoice:
         try:
             obj = json.loads(msg.data)
             key = obj['utterance']
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             return  # not a mark of ours: the host reports its own bad input
+        if not isinstance(key, str):
+            return  # (a list or an object: unhashable)
         with self._lock:
             call = self._calls.get(key)
         if call is not None:
