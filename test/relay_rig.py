@@ -159,7 +159,7 @@ def pairs(tiny_engine, openjtalk_engine):
         host.sched.shutdown()
 
 
-def _host_marks(tiny_engine, text: str = TEXT) -> list:
+def host_marks(tiny_engine, text: str = TEXT) -> list:
     """The host's marks for ``text`` spoken alone (its voice is deterministic)."""
     host = Host(tiny_engine)
     try:
@@ -168,8 +168,3 @@ def _host_marks(tiny_engine, text: str = TEXT) -> list:
     finally:
         host.sched.shutdown()
     return host.marks
-
-
-def _host_sentences(tiny_engine) -> list:
-    """Sample positions of the host's sentence marks for TEXT."""
-    return [m.position for m in _host_marks(tiny_engine) if m.kind == 'sentence']

@@ -17,7 +17,7 @@ from hayakoe_ros.engines.base import VoiceParams
 from hayakoe_ros.speech import CancelReason, Outcome
 from hayakoe_ros.speech.remote import (BACKOFF_BASE_S, BACKOFF_MAX_S, HostHealth)
 from hayakoe_ros.text.pipeline import prepare
-from relay_rig import SHORT, TEXT, Host, Robot, _host_marks, pairs, sentence_starts
+from relay_rig import SHORT, TEXT, Host, Robot, host_marks, pairs, sentence_starts
 from speech_fakes import REAL_TIMEOUT_S, VirtualClock
 
 pytestmark = pytest.mark.unit
@@ -114,7 +114,7 @@ def test_a_late_last_chunk_after_every_word_is_still_relayed(tiny_engine, openjt
 
 def _host_sentences(tiny_engine) -> list:
     """Sample positions of the host's sentence marks for TEXT."""
-    return [m.position for m in _host_marks(tiny_engine) if m.kind == 'sentence']
+    return [m.position for m in host_marks(tiny_engine) if m.kind == 'sentence']
 
 
 def test_a_link_cut_mid_utterance_hands_the_cut_sentence_to_the_engine(pair, tiny_engine):
