@@ -27,10 +27,10 @@ setup(
     license='AGPL-3.0-or-later',
     entry_points={
         'console_scripts': [
-            'tts_node = hayakoe_ros.tts_node:main',
-            'player_node = hayakoe_ros.player_node:main',
+            'tts_node = hayakoe_ros.entry:tts_node',
+            'player_node = hayakoe_ros.entry:player_node',
             'say = hayakoe_ros.say:main',
-            'tts_fleet = hayakoe_ros.tts_fleet:main',
+            'tts_fleet = hayakoe_ros.entry:tts_fleet',
         ],
     },
 )

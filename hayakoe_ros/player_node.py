@@ -383,11 +383,14 @@ class PlayerNode(LifecycleNode):
         publish_status(self, self._diag_pub, self.diagnostic_status)
 
 
-def main(args=None) -> int:
-    """Entry point of ``ros2 run hayakoe_ros player_node``; returns the exit status."""
+def main(args=None, stop: Optional[threading.Event] = None) -> int:
+    """Run ``player_node`` (``ros2 run`` enters through :mod:`hayakoe_ros.entry`).
+
+    Returns the exit status; ``stop``: see :func:`hayakoe_ros.node.runner.run`.
+    """
     # One thread: the PortAudio callback needs the GIL every 25 ms, and rclpy's
     # multi-threaded executor can hold it for a large fraction of a second (runner.run).
-    return run(PlayerNode, args, num_threads=1)
+    return run(PlayerNode, args, num_threads=1, stop=stop)
 
 
 if __name__ == '__main__':

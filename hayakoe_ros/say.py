@@ -95,7 +95,7 @@ def main(argv=None) -> int:
         if problem:  # said before the node speaks, not after: the audio would be lost
             print(f'say: cannot write {args.output}: {problem}', file=sys.stderr)
             return 1
-    from .say_signals import catch_signals  # no ROS
+    from .early_signals import catch_signals  # no ROS
 
     stop, caught = catch_signals()
     from .say_client import run

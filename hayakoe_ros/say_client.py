@@ -37,7 +37,7 @@ from std_msgs.msg import String
 from unique_identifier_msgs.msg import UUID
 
 from .say_marks import Timeline
-from .say_signals import catch_signals
+from .early_signals import catch_signals
 
 #: Depth of the client's feedback queue: the node's audio depth (qos_depth, 100): the WAV
 #: is written from feedback, and rclpy's default depth 10 lost chunks when the client

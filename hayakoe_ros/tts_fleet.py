@@ -11,6 +11,8 @@ own lifecycle node is ``/fleet/tts_fleet``. See :mod:`hayakoe_ros.fleet.node`.
 from __future__ import annotations
 
 import sys
+import threading
+from typing import Optional
 
 from .fleet.node import FleetNode
 from .node.runner import run
@@ -23,14 +25,15 @@ __all__ = ['EXECUTOR_THREADS', 'main']
 EXECUTOR_THREADS = 8
 
 
-def main(args=None) -> int:
-    """Entry point of ``ros2 run hayakoe_ros tts_fleet``; returns the exit status.
+def main(args=None, stop: Optional[threading.Event] = None) -> int:
+    """Run ``tts_fleet`` (``ros2 run`` enters through :mod:`hayakoe_ros.entry`).
 
     0 after SIGINT/SIGTERM or the fleet's lifecycle shutdown transition; 78 when the
     autostart configure fails (an invalid ``robots``, an engine that cannot be loaded).
+    ``stop``: see :func:`hayakoe_ros.node.runner.run`.
     """
     argv = list(sys.argv if args is None else args)
-    return run(lambda: FleetNode(argv), args, EXECUTOR_THREADS)
+    return run(lambda: FleetNode(argv), args, EXECUTOR_THREADS, stop=stop)
 
 
 if __name__ == '__main__':

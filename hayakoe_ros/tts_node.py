@@ -406,13 +406,13 @@ class TTSNode(TeardownNode):
         super().destroy_node()
 
 
-def main(args=None) -> int:
-    """Entry point of ``ros2 run hayakoe_ros tts_node``; returns the exit status.
+def main(args=None, stop: Optional[threading.Event] = None) -> int:
+    """Run ``tts_node`` (``ros2 run`` enters through :mod:`hayakoe_ros.entry`).
 
     0 after SIGINT/SIGTERM or the lifecycle shutdown transition; 78 when the autostart
-    configure fails (see :func:`hayakoe_ros.node.runner.run`).
+    configure fails (see :func:`hayakoe_ros.node.runner.run`, which takes ``stop``).
     """
-    return run(TTSNode, args, EXECUTOR_THREADS)
+    return run(TTSNode, args, EXECUTOR_THREADS, stop=stop)
 
 
 if __name__ == '__main__':

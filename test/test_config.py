@@ -103,7 +103,7 @@ def test_launch_file_starts_the_player_with_real_player_parameters():
     # (run for real with the fetched launch sources, 2026-12-01: launch exits with 0).
     assert 'OnProcessExit(' in source and 'target_action=tts_node' in source
     assert 'Shutdown(' in source
-    assert "'player_node = hayakoe_ros.player_node:main'" in (REPO / 'setup.py').read_text()
+    assert "'player_node = hayakoe_ros.entry:player_node'" in (REPO / 'setup.py').read_text()
 
 
 def test_readme_documents_every_player_parameter_with_its_default():
@@ -129,7 +129,7 @@ def test_fleet_launch_file_starts_tts_fleet_with_fleet_parameters():
         assert value.elts[0].id == type(FLEET_PARAMETERS[key.value].default).__name__
     assert "executable='tts_fleet'" in source and "'robots'" in source
     assert 'OnProcessExit(' in source and 'Shutdown(' in source
-    assert "'tts_fleet = hayakoe_ros.tts_fleet:main'" in (REPO / 'setup.py').read_text()
+    assert "'tts_fleet = hayakoe_ros.entry:tts_fleet'" in (REPO / 'setup.py').read_text()
 
 
 @pytest.mark.parametrize('launch_file', ['tts.launch.py', 'fleet.launch.py'])

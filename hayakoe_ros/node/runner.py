@@ -255,7 +255,8 @@ EXIT_NOT_STARTED = 78
 
 def run(factory: Callable, args=None, num_threads: int = 4,
         exit_deadline_s: Optional[float] = EXIT_DEADLINE_S,
-        start_deadline_s: Optional[float] = START_DEADLINE_S) -> int:
+        start_deadline_s: Optional[float] = START_DEADLINE_S,
+        stop: Optional[threading.Event] = None) -> int:
     """Run one lifecycle node in this process until a signal or its shutdown transition.
 
     Args:
@@ -272,6 +273,9 @@ def run(factory: Callable, args=None, num_threads: int = 4,
             entry point, e.g. a test calling ``run`` in its own process).
         start_deadline_s: Longest ``rclpy.init`` and ``factory()`` may take before the
             process ends with status 1 (:data:`START_DEADLINE_S`); None: no deadline.
+        stop: Set by SIGINT/SIGTERM handlers the caller installed before its imports
+            (:mod:`hayakoe_ros.entry`); a signal already caught ends the run before rclpy
+            starts. None: ``run`` installs them.
 
     Returns:
         The exit status: 0, or :data:`EXIT_NOT_STARTED` when the autostart configure or
@@ -283,9 +287,14 @@ def run(factory: Callable, args=None, num_threads: int = 4,
         faulthandler.dump_traceback_later(start_deadline_s, exit=True)
     # Before rcl starts: a SIGINT as soon as its log directory exists (a launch file
     # stopped at once) came between the two and ended the process by KeyboardInterrupt.
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
+    if stop is None:
+        stop = flag = threading.Event()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda *_: flag.set())
+    if stop.is_set():
+        print('stopped by a signal before rclpy started', file=sys.stderr)
+        faulthandler.cancel_dump_traceback_later()
+        return 0
     try:
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     except _rclpy.RCLError as exc:

@@ -1,6 +1,11 @@
 # Copyright 2026 The hayakoe_ros Authors
 # SPDX-License-Identifier: AGPL-3.0-or-later
-"""SIGINT and SIGTERM as a flag for the ``say`` tool (no ROS: set before rclpy loads)."""
+"""SIGINT and SIGTERM as a flag, set before the ROS imports (no ROS here).
+
+The ``say`` tool and the nodes' entry points (:mod:`hayakoe_ros.entry`) install it first
+thing: their imports take a few tenths of a second, and a signal inside them otherwise
+ends the process with a traceback (SIGINT) or by the signal itself (SIGTERM).
+"""
 
 from __future__ import annotations
 

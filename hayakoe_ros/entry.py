@@ -1,0 +1,52 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""Console entry points of the nodes: signals are caught before the node's modules load.
+
+``ros2 run hayakoe_ros tts_node`` (and ``tts_fleet``, ``player_node``) runs these. A
+node's imports (rclpy, NumPy, the message types, the speech pipeline) take 0.3-0.4 s on
+a Raspberry-Pi-class CPU or a busy host, and a launch file stopped at once (Ctrl-C right
+after ``ros2 launch``) used to land in them: a KeyboardInterrupt traceback and status
+-2, or death by SIGTERM. Here the handlers of :mod:`.early_signals` come first (only the
+interpreter's own start-up, some 20-40 ms, is left uncovered); the same flag is handed
+to :func:`hayakoe_ros.node.runner.run`, which then ends the process as after any other
+signal, with status 0. ``python -m hayakoe_ros.tts_node`` imports before its ``main``
+runs and is not covered.
+"""
+
+from __future__ import annotations
+
+import importlib
+import signal
+import sys
+
+from .early_signals import catch_signals
+
+
+def _start(name: str) -> int:
+    """Catch signals, import ``hayakoe_ros.<name>`` and run its ``main(stop=...)``.
+
+    Returns:
+        The node's exit status; 0 when a signal came before the node was built.
+    """
+    stop, caught = catch_signals()
+    main = importlib.import_module(f'hayakoe_ros.{name}').main
+    if stop.is_set():  # said here: run() would say nothing of a start that never began
+        print(f'{name}: {signal.Signals(caught[0]).name} while loading: not started',
+              file=sys.stderr)
+        return 0
+    return main(stop=stop)
+
+
+def tts_node() -> int:
+    """``tts_node``: :func:`hayakoe_ros.tts_node.main`, signals caught from the start."""
+    return _start('tts_node')
+
+
+def tts_fleet() -> int:
+    """``tts_fleet``: :func:`hayakoe_ros.tts_fleet.main`, signals caught from the start."""
+    return _start('tts_fleet')
+
+
+def player_node() -> int:
+    """``player_node``: :func:`hayakoe_ros.player_node.main`, signals caught from the start."""
+    return _start('player_node')
