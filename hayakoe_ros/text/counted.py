@@ -120,7 +120,7 @@ _EMERGENCY = {'110': 'ヒャクトー', '119': 'ヒャクジューキュー'}
 _EMERGENCY_RE = re.compile(r'(?<![\d.,])(110|119)(?=番)')
 _HATACHI_RE = re.compile(r'(?<![\d.,])(?:20|二十)歳(?!から)')  # not the start of a range
 _TSUITACHI_RE = re.compile(r'(?:(?<=毎月)|(?<=今月)|(?<=来月)|(?<=先月)|(?<=翌月)|(?<=毎月の))1日'
-                           r'|(?<![\d.,])1日(?=%s曜日|付)' % _WD)
+                           r'|(?<![\d.,])1日(?=\ue000?%s曜日|付)' % _WD)
 _ZERO_RE = re.compile(r'(?<![\d.,])0(?=時(?!間)|度)')
 # Ten minutes: Open JTalk takes 十分 for じゅうぶん (enough) before most words (十分です,
 # 十分前); written 一〇 the same numeral is split from 分 and read ジュップン everywhere.
@@ -168,6 +168,19 @@ _ERAS = {'R': '令和', 'H': '平成', 'S': '昭和'}
 # After 日, or after a date's reading (12/6(土): 十二月六日 between no-cut marks).
 _WEEKDAY_PAREN_RE = re.compile(r'(?:(?<=日)|(?<=日\ue001))\s*[（(]([月火水木金土日])'
                                r'(?:曜日?)?[）)]')
+
+
+def _weekday_paren(m: re.Match, keep) -> str:
+    """``(土)`` after a date -> 土曜日, a kept reading of its own unless inside one.
+
+    Kept, the word marks' aligner pairs it with ``(土)`` as the date's reading with the
+    date (``12/6(土)``: ``12/6`` and ``(土)``, not ``12/6(`` and ``土)``). Inside a kept
+    reading (a range of dates, ``1/15(月)〜1/20(土)``) it stays plain: a mark nested in
+    another would end the outer reading at the weekday.
+    """
+    before = m.string[:m.start()]
+    reading = m.group(1) + '曜日'
+    return reading if before.rfind('\ue000') > before.rfind('\ue001') else keep(reading)
 
 
 def fractions(text: str, keep) -> str:
@@ -257,7 +270,7 @@ def idioms(text: str, keep) -> str:
     if '歳' in text:
         text = _HATACHI_RE.sub('はたち', text)
     if '(' in text or '（' in text:
-        text = _WEEKDAY_PAREN_RE.sub(lambda m: m.group(1) + '曜日', text)
+        text = _WEEKDAY_PAREN_RE.sub(lambda m: _weekday_paren(m, keep), text)
     if '1日' in text:
         text = _TSUITACHI_RE.sub(lambda m: keep('ツイタチ'), text)
     if '分' in text:

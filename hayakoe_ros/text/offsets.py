@@ -18,21 +18,21 @@ front end mostly copies characters, and wraps every reading it makes in no-cut m
   matches nothing, so a reading always maps to the whole source region it replaced and is
   never split. Each output character (marks removed) gets a source span: its own
   character's for a copy, the whole replaced region's for a rewrite, an empty span where
-  the front end inserted text.
+  the front end inserted text. A rewritten region that holds several words (readings side
+  by side, a range, English words) is cut by :mod:`.region_splits`.
 """
 
 from __future__ import annotations
 
 import collections
 import difflib
-import re
 import unicodedata
 from typing import Optional
 
-from . import english, frontend
+from . import frontend, region_splits
 from .checks import _ANSI_RE, SPEAKABLE_RE
 
-_REGION = '\ue002'   # stands for one reading in the aligned output; never in a source
+_REGION = region_splits.REGION
 #: Stands for a ``<say-as>``'s content in a source: matches nothing in the output.
 OPAQUE = '\ue003'
 CONTROL = ('Cc', 'Cf', 'Cs', 'Co')
@@ -150,9 +150,8 @@ def align(source: str, spans: list, out: str) -> tuple:
                     char_spans[i] = spans[j]
         elif op in ('replace', 'insert') and k2 > k1:
             if j2 > j1:
-                parts = _split_range(source[j1:j2], text, tokens[k1:k2], spans[j1:j2]) \
-                    or _split_english(source[j1:j2], text, tokens[k1:k2],
-                                      (spans[j1][0], spans[j2 - 1][1]), spans[j1:j2])
+                parts = region_splits.split(source[j1:j2], seq[k1:k2], text,
+                                            tokens[k1:k2], spans[j1:j2])
             else:
                 at = spans[j1 - 1][1] if j1 > 0 else (spans[0][0] if spans else 0)
                 parts = [((tokens[k1][0], tokens[k2 - 1][1]), (at, at))]
@@ -201,7 +200,18 @@ class _BoundedMatcher(difflib.SequenceMatcher):
         self._left -= (ahi - alo) * self._per_char + 1
         if self._left < 0:
             raise _OverBudget
-        return super().find_longest_match(alo, ahi, blo, bhi)
+        bhi = len(self.b) if bhi is None else bhi
+        best = super().find_longest_match(alo, ahi, blo, bhi)
+        if best.size != 1:
+            return best
+        # One character matched, which may occur several times (日 of ツイタチ's 1日 and of
+        # a later 5日): the pair nearest the diagonal of the two ranges, not the first,
+        # else the reading before it takes everything up to the later copy.
+        width, height = ahi - alo, bhi - blo
+        i, j = min(((i, j) for i in range(alo, ahi) for j in self.b2j.get(self.a[i], ())
+                    if blo <= j < bhi),
+                   key=lambda ij: abs((ij[0] - alo) * height - (ij[1] - blo) * width))
+        return difflib.Match(i, j, 1)
 
 
 def _opcodes(source: str, seq: str) -> list:
@@ -339,51 +349,3 @@ def _late_copies(ops: list, seq: str) -> list:
         out.append(ops[i])
         i += 1
     return out
-
-
-#: Range marks the front end reads から (9時〜17時: 九時から十七時).
-_RANGE_MARKS = frozenset('〜~～')
-_FROM = 'から'
-
-
-def _split_range(src: str, text: str, tokens: list, spans: list) -> Optional[list]:
-    """A rewritten region that starts with a range mark read から, as its two parts.
-
-    ``9時〜17時`` reads 九時から十七時: 時 pairs with 時, and ``〜17`` / から十七 is left
-    as one region, which made ``〜17時`` one word. Split, 〜 stands for から and the rest
-    for the rest, as in ``9時から17時``. None where the region does not start so (``3〜5個``,
-    read 三個から五個, stays one region: one word with its shared counter).
-    """
-    if len(src) < 2 or src[0] not in _RANGE_MARKS or \
-            not text.startswith(_FROM, tokens[0][0]):
-        return None
-    end = tokens[0][0] + len(_FROM)
-    n = next((i for i, (_, b) in enumerate(tokens) if b >= end), len(tokens))
-    if n + 1 >= len(tokens) or tokens[n][1] != end:
-        return None  # から ends inside a reading, or nothing follows it
-    return [((tokens[0][0], end), spans[0])] + _split_english(
-        src[1:], text, tokens[n + 1:], (spans[1][0], spans[-1][1]), spans[1:])
-
-
-def _split_english(src: str, text: str, tokens: list, whole: tuple, spans: list) -> list:
-    """A rewritten region as ``((start, end) in text, source span)`` parts.
-
-    One part (the whole region) unless the region is a run of English words whose
-    readings the front end concatenated (``how are you`` -> ハウアーユー): then one part per
-    word, so that each English word is a word of its own.
-    """
-    a, b = tokens[0][0], tokens[-1][1]
-    run = frontend.straight_apostrophes(src.strip())  # as the front end read it
-    if ' ' not in run or not frontend.english_run_match(run):
-        return [((a, b), whole)]
-    lead = len(src) - len(src.lstrip())
-    readings = english.run_words(run)
-    words = [(m.start() + lead, m.end() + lead) for m in
-             re.finditer(r'\S+', english.join_thank_you(run))]
-    if ''.join(readings) != text[a:b] or len(words) != len(readings):
-        return [((a, b), whole)]
-    parts = []
-    for (ws, we), reading in zip(words, readings):
-        parts.append(((a, a + len(reading)), (spans[ws][0], spans[we - 1][1])))
-        a += len(reading)
-    return parts

@@ -1,0 +1,52 @@
+# Copyright 2026 The hayakoe_ros Authors
+# SPDX-License-Identifier: AGPL-3.0-or-later
+"""Word marks of dates with a weekday in brackets, and of readings written side by side.
+
+A schedule (``12/6(土) 10:00から``) reads as several readings in a row: 十二月六日, 土曜日,
+十時. Each is a word of its own with the caller's spelling (a caption highlights ``12/6``,
+then ``(土)``, then ``10:00``), not ``12/6(`` and ``土) 10:00``.
+"""
+
+import pytest
+
+from hayakoe_ros.text.pipeline import prepare
+
+pytestmark = pytest.mark.unit
+
+
+def _words(text):
+    _, segs = prepare(text, 10 ** 6, 60, 0)
+    return [(w.value, ''.join(w.phonemes)) for s in segs for w in s.words]
+
+
+@pytest.mark.parametrize('text, words', [
+    ('12/6(土)に会議', [('12/6', 'juunigatsumuika'), ('(土)', 'doyoobi'), ('に', 'ni'),
+                     ('会議', 'kaigi')]),
+    ('12/6(土) 10:00から', [('12/6', 'juunigatsumuika'), ('(土)', 'doyoobi'),
+                          ('10:00', 'juuji'), ('から', 'kara')]),
+    ('12/6 10:00から', [('12/6', 'juunigatsumuika'), ('10:00', 'juuji'), ('から', 'kara')]),
+    ('3/3（金）の予定', [('3/3', 'saNgatsumiclka'), ('（金）', 'kiNyoobi'), ('の', 'no'),
+                     ('予定', 'yotee')]),
+    ('12月6日(土)に行く', [('12月', 'juunigatsu'), ('6日', 'muika'), ('(土)', 'doyoobi'),
+                       ('に', 'ni'), ('行く', 'iku')]),
+    # ツイタチ, a lookahead past the weekday, stays: the weekday is a reading of its own.
+    ('1日(月)は休み', [('1日', 'tsuitachi'), ('(月)', 'getsuyoobi'), ('は', 'wa'),
+                    ('休み', 'yasumi')]),
+    # 日 of ツイタチ's 1日 was matched with the 日 of the next date (2日, 5日), and the first
+    # word took everything up to it.
+    ('1日(月)と2日(火)', [('1日', 'tsuitachi'), ('(月)', 'getsuyoobi'), ('と', 'to'),
+                      ('2日', 'fUtsuka'), ('(火)', 'kayoobi')]),
+    ('1日(月)〜5日(金)', [('1日', 'tsuitachi'), ('(月)', 'getsuyoobi'), ('〜', 'kara'),
+                      ('5日', 'itsUka'), ('(金)', 'kiNyoobi')]),
+    ('2日(火)〜5日(金)', [('2日', 'fUtsuka'), ('(火)', 'kayoobi'), ('〜', 'kara'),
+                      ('5日', 'itsUka'), ('(金)', 'kiNyoobi')]),
+])
+def test_a_date_its_weekday_and_a_time_are_words_of_their_own(text, words):
+    assert _words(text) == words
+
+
+def test_a_range_of_dates_is_one_reading_and_its_last_weekday_a_word():
+    # The range is kept whole (a cut inside it could mark 1/20 heard unsaid).
+    assert _words('1/15(月)〜1/20(土)まで') == [
+        ('1/15(月)〜1/20', 'ichigatsujuugonichigetsuyoobikaraichigatsuhatsUka'),
+        ('(土)', 'doyoobi'), ('まで', 'made')]
