@@ -1,6 +1,6 @@
 # Copyright 2026 The hayakoe_ros Authors
 # SPDX-License-Identifier: AGPL-3.0-or-later
-"""Word marks of dates with a weekday in brackets, and of readings written side by side.
+"""Word marks of dates with a weekday in brackets, readings side by side, English runs.
 
 A schedule (``12/6(土) 10:00から``) reads as several readings in a row: 十二月六日, 土曜日,
 十時. Each is a word of its own with the caller's spelling (a caption highlights ``12/6``,
@@ -50,3 +50,17 @@ def test_a_range_of_dates_is_one_reading_and_its_last_weekday_a_word():
     assert _words('1/15(月)〜1/20(土)まで') == [
         ('1/15(月)〜1/20', 'ichigatsujuugonichigetsuyoobikaraichigatsuhatsUka'),
         ('(土)', 'doyoobi'), ('まで', 'made')]
+
+
+@pytest.mark.parametrize('text, words', [
+    # Open JTalk cuts the run's katakana where it likes (ア|ーユートゥデイ, アナ|イス): each
+    # English word is a word mark of its own all the same, with its own phonemes.
+    ('How are you today?', [('How', 'hau'), ('are', 'aa'), ('you', 'yuu'),
+                            ('today', 'tudei')]),
+    ('Have a nice day', [('Have', 'habu'), ('a', 'a'), ('nice', 'naisu'), ('day', 'dee')]),
+    ('USB PD', [('USB', 'yuuesubii'), ('PD', 'piidii')]),
+    ('Thank you very much', [('Thank you', 'saNkyuu'), ('very', 'berii'),
+                             ('much', 'maclchi')]),
+])
+def test_english_words_read_as_one_run_are_words_of_their_own(text, words):
+    assert _words(text) == words

@@ -112,7 +112,7 @@ def test_ten_thirty_is_one_word_with_its_reading():
     ('3〜5個', ['3〜5個']),
     ('1,234台', ['1,234台']),
     ('https://example.com/docs', ['https://example.com/docs']),
-    ('Hello, how are you?', ['Hello', 'how', 'are you']),  # NJD: ア|ーユー, one word
+    ('Hello, how are you?', ['Hello', 'how', 'are', 'you']),  # NJD: ア|ーユー, cut at the blank
     ('〒100-0001', ['〒100-0001']),
     ('５０％', ['５０％']),
     ('5kmを走った', ['5km', 'を', '走っ', 'た']),

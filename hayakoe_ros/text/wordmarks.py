@@ -125,6 +125,8 @@ class _Group:
     end: int
     phonemes: list
     number: bool
+    first: int = 0   # its characters in the segment's text: [first, last)
+    last: int = 0
 
 
 def _nodes(text: str) -> list:
@@ -198,12 +200,42 @@ def _njd_words(text: str, spans: list) -> list:
             last.end = max(last.end, e)
             last.phonemes.extend(phonemes)
             last.number = last.number or is_num
+            last.last = max(last.last, min(end, len(spans)))
             continue
-        groups.append(_Group(s, e, pending + phonemes, is_num))
+        groups.append(_Group(s, e, pending + phonemes, is_num, start, min(end, len(spans))))
         pending = []
     if pending and groups:
         groups[-1].phonemes.extend(pending)
-    return groups
+    return [part for g in groups for part in _by_source_word(g, text, spans)]
+
+
+def _by_source_word(group: _Group, text: str, spans: list) -> list:
+    """``group`` cut where its characters come from source words apart, or ``[group]``.
+
+    English words read as one run (``are you today`` -> アーユートゥデイ) come as
+    katakana that Open JTalk cuts where it likes (ア, ーユートゥデイ), so one NJD word spans
+    several of them. Its characters' spans tell the source words apart (a gap between
+    two spans: the blank between the words); each part takes as many of the group's
+    phonemes as its own kana say. Kept whole when those counts do not add up.
+    """
+    cuts = [i for i in range(group.first + 1, group.last)
+            if spans[i - 1][0] < spans[i - 1][1] < spans[i][0] < spans[i][1]]
+    if not cuts:
+        return [group]
+    bounds = [group.first] + cuts + [group.last]
+    counts, before = [], ''
+    for a, b in zip(bounds, bounds[1:]):
+        said = pron_phonemes(text[a:b], before)
+        counts.append(len(said))
+        before = next((p for p in reversed(said) if p.lower() in _VOWELS), before)
+    if sum(counts) != len(group.phonemes) or 0 in counts:
+        return [group]
+    parts, at = [], 0
+    for (a, b), n in zip(zip(bounds, bounds[1:]), counts):
+        parts.append(_Group(spans[a][0], spans[b - 1][1], group.phonemes[at:at + n],
+                            group.number, a, b))
+        at += n
+    return parts
 
 
 def _locate(texts: list, haystack: str, start: int) -> list:
