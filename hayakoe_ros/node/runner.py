@@ -329,7 +329,7 @@ def run(factory: Callable, args=None, num_threads: int = 4,
         if exit_deadline_s is not None:
             _arm_exit_deadline(code, exit_deadline_s)
         if bring_up is not None and bring_up.is_alive():
-            _exit_now(node, 'configuring', code)  # the autostart's configure or activate
+            _exit_now(node, transition_running(node) or 'starting', code)  # autostart's
         _await_transition(node, executor, code)
         if rclpy.ok() and not node.finalized.is_set():
             had_goals = node.goals_running() > 0
