@@ -40,6 +40,17 @@ def _words(text):
                       ('5日', 'itsUka'), ('(金)', 'kiNyoobi')]),
     ('2日(火)〜5日(金)', [('2日', 'fUtsuka'), ('(火)', 'kayoobi'), ('〜', 'kara'),
                       ('5日', 'itsUka'), ('(金)', 'kiNyoobi')]),
+    # Sunday: the 日 of 日曜日 is not the date's (it was 5日(日 and 曜日)).
+    ('8月5日(日曜日)', [('8月', 'hachigatsu'), ('5日', 'itsUka'), ('(日曜日)', 'nichiyoobi')]),
+    ('12月5日(日曜日)10:00から', [('12月', 'juunigatsu'), ('5日', 'itsUka'),
+                              ('(日曜日)', 'nichiyoobi'), ('10:00', 'juuji'),
+                              ('から', 'kara')]),
+    # A range of times is one reading: one word after the weekday.
+    ('12/6(土) 10:00〜12:00', [('12/6', 'juunigatsumuika'), ('(土)', 'doyoobi'),
+                              ('10:00〜12:00', 'juujikarajuuniji')]),
+    ('2日(水)〜17日(木)から', [('2日', 'fUtsuka'), ('(水)', 'suiyoobi'), ('〜', 'kara'),
+                         ('17日', 'juushIchinichi'), ('(木)', 'mokuyoobi'),
+                         ('から', 'kara')]),
 ])
 def test_a_date_its_weekday_and_a_time_are_words_of_their_own(text, words):
     assert _words(text) == words
@@ -64,3 +75,13 @@ def test_a_range_of_dates_is_one_reading_and_its_last_weekday_a_word():
 ])
 def test_english_words_read_as_one_run_are_words_of_their_own(text, words):
     assert _words(text) == words
+
+
+@pytest.mark.parametrize('text', [
+    'ヴァイ\u00adオリン', 'ヴァイ\u200bオリン', 'ヴァイ\x1b[31mオリン', 'ヴァイ オリン',
+    '<speak>ヴァイ<mark name="x"/>オリン</speak>',
+    '<speak><sub alias="ヴァイ">ヴァイ</sub>オリン</speak>',
+])
+def test_a_katakana_word_split_by_what_is_not_said_stays_one_word(text):
+    # Only a blank beside an English word's reading cuts a word; a copied kana never.
+    assert [p for _, p in _words(text)] == ['baioriN']

@@ -188,12 +188,13 @@ class _BoundedMatcher(difflib.SequenceMatcher):
         _OverBudget: from :meth:`get_opcodes` once its searches would pass ``budget``.
     """
 
-    def __init__(self, a: str, b: str, budget: int) -> None:
+    def __init__(self, a: str, b: str, budget: int, diagonal: bool = False) -> None:
         super().__init__(None, a, b, autojunk=False)
         count = collections.Counter(b)
         pairs = sum(count[ch] for ch in a)
         self._per_char = pairs / max(1, len(a))
         self._left = budget
+        self._diagonal = diagonal
 
     def find_longest_match(self, alo=0, ahi=None, blo=0, bhi=None):
         ahi = len(self.a) if ahi is None else ahi
@@ -202,11 +203,10 @@ class _BoundedMatcher(difflib.SequenceMatcher):
             raise _OverBudget
         bhi = len(self.b) if bhi is None else bhi
         best = super().find_longest_match(alo, ahi, blo, bhi)
-        if best.size != 1:
+        if best.size != 1 or not self._diagonal:
             return best
-        # One character matched, which may occur several times (日 of ツイタチ's 1日 and of
-        # a later 5日): the pair nearest the diagonal of the two ranges, not the first,
-        # else the reading before it takes everything up to the later copy.
+        # One character matched, which may occur several times: the pair nearest the
+        # diagonal of the two ranges, not the first (see _stretch).
         width, height = ahi - alo, bhi - blo
         i, j = min(((i, j) for i in range(alo, ahi) for j in self.b2j.get(self.a[i], ())
                     if blo <= j < bhi),
@@ -256,13 +256,33 @@ def _aligned(source: str, seq: str, j0: int, j1: int, k0: int, k1: int, level: i
 
 
 def _stretch(source: str, seq: str, j0: int, j1: int, k0: int, k1: int, level: int) -> list:
-    """Opcodes of one stretch: matched whole, or cut finer past :data:`MATCH_BUDGET`."""
+    """Opcodes of one stretch: matched whole, or cut finer past :data:`MATCH_BUDGET`.
+
+    With readings in it, a lone character may match one that a reading replaced (日 of
+    ツイタチ's 1日 and the 日 of a later 5日, ``1日(月)と2日(火)``), and the first match
+    leaves the reading everything up to the later copy: the stretch is matched a second
+    time taking, of several one-character matches, the one nearest the diagonal, and the
+    match that pairs more characters wins, then the one whose rewrites differ less in size
+    (the first on a tie: ``8月5日(日曜日)``).
+    """
     try:
-        return _shifted(_BoundedMatcher(source[j0:j1], seq[k0:k1], MATCH_BUDGET), j0, k0)
+        a, b = source[j0:j1], seq[k0:k1]
+        ops = _BoundedMatcher(a, b, MATCH_BUDGET).get_opcodes()
+        if _REGION in b:
+            other = _BoundedMatcher(a, b, MATCH_BUDGET, diagonal=True).get_opcodes()
+            if _fit(other) > _fit(ops):
+                ops = other
+        return [(op, a1 + j0, a2 + j0, b1 + k0, b2 + k0) for op, a1, a2, b1, b2 in ops]
     except _OverBudget:
         if level + 1 < len(_ANCHORS):
             return _aligned(source, seq, j0, j1, k0, k1, level + 1)
         return _blocks(source, seq, j0, j1, k0, k1)
+
+
+def _fit(ops: list) -> tuple:
+    """How well opcodes pair two strings: characters matched, then -(sizes differing)."""
+    return (sum(a2 - a1 for op, a1, a2, _, _ in ops if op == 'equal'),
+            -sum(abs((a2 - a1) - (b2 - b1)) for op, a1, a2, b1, b2 in ops if op != 'equal'))
 
 
 def _blocks(source: str, seq: str, j0: int, j1: int, k0: int, k1: int) -> list:

@@ -34,7 +34,7 @@ def split(src: str, seq: str, text: str, tokens: list, spans: list) -> list:
         ``[((start, end) in text, (start, end) in the caller's text), ...]`` in order:
         one part (the whole region) unless one of the cuts below applies.
     """
-    return (_split_range(src, text, tokens, spans) or _split_kept(src, seq, tokens, spans)
+    return (_split_range(src, text, tokens, spans) or _split_kept(src, seq, text, tokens, spans)
             or _split_english(src, text, tokens, (spans[0][0], spans[-1][1]), spans))
 
 
@@ -62,34 +62,53 @@ def _split_range(src: str, text: str, tokens: list, spans: list) -> Optional[lis
         src[1:], text, tokens[n + 1:], (spans[1][0], spans[-1][1]), spans[1:])
 
 
-#: A source's parts between blanks, a bracketed group and a range mark each a part of
-#: their own (12/6(土) 10:00: 12/6, (土), 10:00; (火)〜5: (火), 〜, 5).
+#: A source's parts: between blanks, a bracketed group and a range mark each a part of
+#: their own (12/6(土) 10:00: 12/6, (土), 10:00; (火)〜5: (火), 〜, 5); or, wide, with a
+#: range mark inside its part (10:00〜12:00, read as one reading).
 _PART_RE = re.compile(r'[(（][^()（）\s]*[)）]|[〜~～]|[^\s(（)）〜~～]+')
+_WIDE_PART_RE = re.compile(r'[(（][^()（）\s]*[)）]|[^\s(（)）]+')
 _BRACKETED_RE = re.compile(r'[(（][^()（）\s]*[)）]')
 
 
-def _split_kept(src: str, seq: str, tokens: list, spans: list) -> Optional[list]:
+def _split_kept(src: str, seq: str, text: str, tokens: list,
+                spans: list) -> Optional[list]:
     """A rewrite holding kept readings as one part per reading, or None.
 
     ``12/6(土) 10:00`` reads as three readings (十二月六日, 土曜日, 十時) and was one word.
-    The rewrite's groups (each kept reading, each run of other characters) pair in order
-    with the source's parts (:data:`_PART_RE`) when they are as many (other characters
-    only beside a bracketed part: ``(火)〜5``); else bracketed parts
-    at the end pair with the last groups first (``1/15(月)〜1/20(土)``: one reading of the
-    range, then 土曜日) and the rest with the one left. None when they do not pair so, or
-    the rewrite holds no kept reading or only one group.
+    The rewrite's groups (each kept reading, each run of other characters; then, if that
+    does not pair, each run but から joined to the reading before it: 五 + 日 of ``5日``)
+    pair in order with the source's parts (:data:`_PART_RE`, then :data:`_WIDE_PART_RE`)
+    when they are as many (other characters only beside a bracketed part: ``(火)〜5``);
+    else bracketed parts at the end pair with the last groups first
+    (``1/15(月)〜1/20(土)``: one reading of the range, then 土曜日) and the rest with the
+    one left. None when they do not pair so, or the rewrite holds no kept reading.
     """
     if REGION not in seq or (seq.strip(REGION) and not _BRACKETED_RE.search(src)):
         return None  # から of 2〜3人 stays with its numbers: one word, the counter shared
-    groups: list = []
-    for n, token in enumerate(tokens):
-        if groups and seq[n] != REGION and seq[n - 1] != REGION:
-            groups[-1] = (groups[-1][0], token[1])
+    groups: list = []   # [start, end, is a reading]
+    for n, (a, b) in enumerate(tokens):
+        if seq[n] != REGION and groups and not groups[-1][2]:
+            groups[-1][1] = b
         else:
-            groups.append(token)
-    parts = [m.span() for m in _PART_RE.finditer(src)]
+            groups.append([a, b, seq[n] == REGION])
+    joined: list = []
+    for a, b, reading in groups:
+        if not reading and joined and joined[-1][2] and text[a:b] != _FROM:
+            joined[-1] = [joined[-1][0], b, False]  # a counter after its number: 5日
+        else:
+            joined.append([a, b, reading])
+    for these in (groups, joined):
+        for pattern in (_PART_RE, _WIDE_PART_RE):
+            parts = _paired(src, [m.span() for m in pattern.finditer(src)], len(these))
+            if parts is not None:
+                return [((g[0], g[1]), (spans[a][0], spans[b - 1][1]))
+                        for g, (a, b) in zip(these, parts)]
+    return None
+
+
+def _paired(src: str, parts: list, n: int) -> Optional[list]:
+    """``parts`` made ``n`` (bracketed ones at the end first, the rest as one), or None."""
     tail: list = []
-    n = len(groups)
     while len(parts) > n > 1 and src[parts[-1][0]] in '(（':
         tail.insert(0, parts.pop())
         n -= 1
@@ -97,8 +116,7 @@ def _split_kept(src: str, seq: str, tokens: list, spans: list) -> Optional[list]
         parts = [(parts[0][0], parts[-1][1])]
     if n < 2 and not tail or len(parts) != n:
         return None
-    return [(group, (spans[a][0], spans[b - 1][1]))
-            for group, (a, b) in zip(groups, parts + tail)]
+    return parts + tail
 
 
 def _split_english(src: str, text: str, tokens: list, whole: tuple, spans: list) -> list:

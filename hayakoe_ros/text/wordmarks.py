@@ -20,55 +20,9 @@ import unicodedata
 
 from ..engines import openjtalk_guard
 from . import offsets, ssml_offsets
+from .kana_phonemes import VOWELS as _VOWELS, cached_phonemes as _phonemes, pron_phonemes
 from .segment import _SENTENCE_END_RE, split_sentences
 from .wordtypes import SsmlMark, Word
-
-# Open JTalk's morae (its JPCommon table), katakana to phonemes. Built from the rows below.
-_ROWS = {  # row consonant per vowel a i u e o ('' = none in that place)
-    'アイウエオ': ('', '', '', '', ''), 'カキクケコ': 'k' * 5, 'ガギグゲゴ': 'g' * 5,
-    'サシスセソ': ('s', 'sh', 's', 's', 's'), 'ザジズゼゾ': ('z', 'j', 'z', 'z', 'z'),
-    'タチツテト': ('t', 'ch', 'ts', 't', 't'), 'ダヂヅデド': ('d', 'j', 'z', 'd', 'd'),
-    'ナニヌネノ': 'n' * 5, 'ハヒフヘホ': ('h', 'h', 'f', 'h', 'h'), 'バビブベボ': 'b' * 5,
-    'パピプペポ': 'p' * 5, 'マミムメモ': 'm' * 5, 'ヤ-ユ-ヨ': 'y' * 5, 'ラリルレロ': 'r' * 5,
-    'ワヰ-ヱヲ': ('w', '', '', '', ''), 'ァィゥェォ': ('', '', '', '', ''),
-    'ャ-ュ-ョ': 'y' * 5, 'ヮ----': ('w', '', '', '', ''),
-}
-_MORA: dict = {'ン': ('N',), 'ッ': ('cl',), 'ヴ': ('v', 'u'), 'ヵ': ('k', 'a'),
-               'ヶ': ('k', 'e')}
-for _kana, _cons in _ROWS.items():
-    for _ch, _c, _v in zip(_kana, _cons, 'aiueo'):
-        if _ch != '-':
-            _MORA[_ch] = (_c, _v) if _c else (_v,)
-# Palatalised: キャ kya ... (i-row kana + small ャュョェ).
-for _ch, _c in zip('キギシジチヂニヒビピミリ',
-                   ('ky', 'gy', 'sh', 'j', 'ch', 'j', 'ny', 'hy', 'by', 'py', 'my', 'ry')):
-    for _small, _v in zip('ャュェョ', 'aueo'):
-        _MORA[_ch + _small] = (_c, _v)
-_MORA.update({k: tuple(v.split()) for k, v in {
-    'ティ': 't i', 'ディ': 'd i', 'トゥ': 't u', 'ドゥ': 'd u', 'テャ': 'ty a', 'テュ': 'ty u',
-    'テョ': 'ty o', 'デャ': 'dy a', 'デュ': 'dy u', 'デョ': 'dy o', 'ファ': 'f a',
-    'フィ': 'f i', 'フェ': 'f e', 'フォ': 'f o', 'フュ': 'hy u', 'ウィ': 'w i', 'ウェ': 'w e',
-    'ウォ': 'w o', 'ヴァ': 'v a', 'ヴィ': 'v i', 'ヴェ': 'v e', 'ヴォ': 'v o', 'ヴュ': 'by u',
-    'ヴャ': 'by a', 'ヴョ': 'by o',
-    'ツァ': 'ts a', 'ツィ': 'ts i', 'ツェ': 'ts e', 'ツォ': 'ts o', 'スィ': 's i', 'ズィ': 'z i',
-    'イェ': 'y e', 'クヮ': 'kw a', 'グヮ': 'gw a', 'クァ': 'kw a', 'グァ': 'gw a'}.items()})
-_VOWELS = frozenset('aiueo')
-
-
-_PRON_CACHE: dict = {}
-
-
-def _phonemes(pron: str, before: str) -> tuple:
-    """:func:`pron_phonemes`, cached (one NJD word's pron: a few distinct hundred a text)."""
-    if pron[:1] == 'ー':
-        return pron_phonemes(pron, before)
-    out = _PRON_CACHE.get(pron)
-    if out is None:
-        out = pron_phonemes(pron)
-        if len(_PRON_CACHE) < 16384:
-            _PRON_CACHE[pron] = out
-    return out
-
 
 def _run_frontend(text: str) -> list:
     """Open JTalk's NJD features of one segment's text.
@@ -84,39 +38,6 @@ def _run_frontend(text: str) -> list:
 
         return pyopenjtalk.run_frontend(text)
     return openjtalk_guard.run_frontend(text)
-
-
-def pron_phonemes(pron: str, before: str = '') -> tuple:
-    """Open JTalk phonemes of an NJD ``pron`` (katakana, ``’`` after a devoiced mora).
-
-    ``トッキュー`` -> ``t o cl ky u u``; ``デス’`` -> ``d e s U``. Characters that are no
-    kana (punctuation, symbols) give nothing, as in Open JTalk's g2p (which gives ``pau``
-    for some of them: never a word's). ``before``: the vowel said last before this word,
-    which a leading ``ー`` lengthens (``でしょ`` + ``う`` read ``ー``).
-    """
-    out: list = [before] if before else []
-    skip = len(out)
-    i = 0
-    while i < len(pron):
-        two = _MORA.get(pron[i:i + 2])
-        if two is not None:
-            out.extend(two)
-            i += 2
-            continue
-        ch = pron[i]
-        i += 1
-        one = _MORA.get(ch)
-        if one is not None:
-            out.extend(one)
-        elif ch == 'ー' and out and out[-1] in ('N', 'cl'):
-            out.append(out[-1])  # Open JTalk lengthens ン and ッ as themselves
-        elif ch == 'ー':
-            vowel = next((p for p in reversed(out) if p.lower() in _VOWELS), None)
-            if vowel is not None:
-                out.append(vowel)  # a devoiced vowel stays devoiced
-        elif ch == '’' and out and out[-1] in _VOWELS:
-            out[-1] = out[-1].upper()
-    return tuple(out[skip:])
 
 
 @dataclasses.dataclass
@@ -177,8 +98,12 @@ def _place(lost: list, start: int, end: int, nodes: list) -> None:
     lost.clear()
 
 
-def _njd_words(text: str, spans: list) -> list:
-    """The :class:`_Group` words of one segment's text, ``spans`` its characters' spans."""
+def _njd_words(text: str, spans: list, source: str = '', is_ssml: bool = False) -> list:
+    """The :class:`_Group` words of one segment's text, ``spans`` its characters' spans.
+
+    ``source``: the caller's text that ``spans`` index (``is_ssml``: markup), for
+    :func:`_by_source_word`; empty: no word is cut there.
+    """
     groups: list = []
     pending: list = []  # phonemes of words with no place in the text, for the next word
     for start, end, phonemes, is_num, counter in _nodes(text):
@@ -206,20 +131,37 @@ def _njd_words(text: str, spans: list) -> list:
         pending = []
     if pending and groups:
         groups[-1].phonemes.extend(pending)
-    return [part for g in groups for part in _by_source_word(g, text, spans)]
+    return [part for g in groups for part in _by_source_word(g, text, spans, source, is_ssml)]
 
 
-def _by_source_word(group: _Group, text: str, spans: list) -> list:
+def _between_words(text: str, spans: list, i: int, source: str, is_ssml: bool) -> bool:
+    """Whether a blank of the caller's parts ``text[i - 1]`` from ``text[i]``.
+
+    Only between two sources of which one at least is a rewrite (an English word read in
+    katakana), never between copied kana.
+    """
+    (a, b), (c, d) = spans[i - 1], spans[i]
+    if not a < b < c < d:
+        return False
+    gap = source[b:c]
+    if is_ssml:
+        gap = _TAG_RE.sub('', gap)
+    return gap.isspace() and (source[a:b] != text[i - 1] or source[c:d] != text[i])
+
+
+def _by_source_word(group: _Group, text: str, spans: list, source: str,
+                    is_ssml: bool) -> list:
     """``group`` cut where its characters come from source words apart, or ``[group]``.
 
     English words read as one run (``are you today`` -> アーユートゥデイ) come as
     katakana that Open JTalk cuts where it likes (ア, ーユートゥデイ), so one NJD word spans
-    several of them. Its characters' spans tell the source words apart (a gap between
-    two spans: the blank between the words); each part takes as many of the group's
-    phonemes as its own kana say. Kept whole when those counts do not add up.
+    several of them. Its characters' spans tell the source words apart (a blank between
+    two rewritten words, :func:`_between_words`; a katakana word is never cut, whatever
+    invisible character or tag splits it); each part takes as many of the group's phonemes
+    as its own kana say. Kept whole when those counts do not add up.
     """
     cuts = [i for i in range(group.first + 1, group.last)
-            if spans[i - 1][0] < spans[i - 1][1] < spans[i][0] < spans[i][1]]
+            if _between_words(text, spans, i, source, is_ssml)]
     if not cuts:
         return [group]
     bounds = [group.first] + cuts + [group.last]
@@ -367,7 +309,8 @@ def annotate(text: str, is_ssml: bool, outputs: list, segments: list) -> list:
             if first is not None:
                 sentences.append([span, first, ends])
         for k, (seg, where) in enumerate(zip(segs, seg_at)):
-            groups = _njd_words(seg.text, _at(char_spans, where)) if where else []
+            groups = _njd_words(seg.text, _at(char_spans, where), text,
+                                is_ssml) if where else []
             words_at.extend((seg_index + k, g) for g in groups)
         base += len(normalized) - normalized.count('\ue000') - normalized.count('\ue001')
         seg_index += count
