@@ -19,7 +19,8 @@ import importlib
 import signal
 import sys
 
-from .early_signals import catch_signals
+#: Signals caught before :mod:`.early_signals` (which imports threading) took over.
+_FIRST: list = []
 
 
 def _start(name: str) -> int:
@@ -28,11 +29,21 @@ def _start(name: str) -> int:
     Returns:
         The node's exit status; 0 when a signal came before the node was built.
     """
+    for signum in (signal.SIGINT, signal.SIGTERM):  # before any other import
+        signal.signal(signum, lambda number, _frame: _FIRST.append(number))
+    from .early_signals import catch_signals
+
     stop, caught = catch_signals()
+    if _FIRST:
+        caught[:0] = _FIRST
+        stop.set()
     main = importlib.import_module(f'hayakoe_ros.{name}').main
     if stop.is_set():  # said here: run() would say nothing of a start that never began
         print(f'{name}: {signal.Signals(caught[0]).name} while loading: not started',
               file=sys.stderr)
+        from .node.runner import ignore_signals  # loaded with the node's module
+
+        ignore_signals()
         return 0
     return main(stop=stop)
 

@@ -283,6 +283,28 @@ def run(factory: Callable, args=None, num_threads: int = 4,
         an invalid ``--log-level``) or the node not be built (an invalid remap): stderr
         says why.
     """
+    try:
+        return _run(factory, args, num_threads, exit_deadline_s, start_deadline_s, stop)
+    finally:
+        if exit_deadline_s is not None:
+            ignore_signals()
+
+
+def ignore_signals() -> None:
+    """SIGINT and SIGTERM ignored from now on: the process is ending with its status.
+
+    Python puts its own handlers back to the default action as it shuts down, and a
+    second signal in the next 0.2 s (launch's SIGTERM after its SIGINT, a second Ctrl-C)
+    then killed the process: status -2 or -15 instead of 0 or 78. An ignored signal stays
+    ignored through the interpreter's shutdown.
+    """
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
+
+
+def _run(factory: Callable, args, num_threads: int, exit_deadline_s: Optional[float],
+         start_deadline_s: Optional[float], stop: Optional[threading.Event]) -> int:
+    """:func:`run`, but for what it does once the run is over."""
     if start_deadline_s is not None:
         faulthandler.dump_traceback_later(start_deadline_s, exit=True)
     # Before rcl starts: a SIGINT as soon as its log directory exists (a launch file
