@@ -260,15 +260,17 @@ def _stretch(source: str, seq: str, j0: int, j1: int, k0: int, k1: int, level: i
 
     With readings in it, a lone character may match one that a reading replaced (日 of
     ツイタチ's 1日 and the 日 of a later 5日, ``1日(月)と2日(火)``), and the first match
-    leaves the reading everything up to the later copy: the stretch is matched a second
-    time taking, of several one-character matches, the one nearest the diagonal, and the
-    match that pairs more characters wins, then the one whose rewrites differ less in size
-    (the first on a tie: ``8月5日(日曜日)``).
+    leaves the reading everything up to the later copy. Such a stretch (a lone match of a
+    character the source has more of) is matched a second time taking, of several
+    one-character matches, the one nearest the diagonal; the match that pairs more
+    characters wins, then the one whose rewrites differ less in size (the first on a tie:
+    ``8月5日(日曜日)``).
     """
     try:
         a, b = source[j0:j1], seq[k0:k1]
         ops = _BoundedMatcher(a, b, MATCH_BUDGET).get_opcodes()
-        if _REGION in b:
+        if _REGION in b and any(op == 'equal' and a2 - a1 == 1 and a.count(a[a1]) > 1
+                                for op, a1, a2, _, _ in ops):
             other = _BoundedMatcher(a, b, MATCH_BUDGET, diagonal=True).get_opcodes()
             if _fit(other) > _fit(ops):
                 ops = other
