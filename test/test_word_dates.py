@@ -45,6 +45,18 @@ def _words(text):
     ('12月5日(日曜日)10:00から', [('12月', 'juunigatsu'), ('5日', 'itsUka'),
                               ('(日曜日)', 'nichiyoobi'), ('10:00', 'juuji'),
                               ('から', 'kara')]),
+    # A weekday's characters match nothing in the reading: its 日 is not the 日 of a date
+    # after it (8月5日(日曜日) 9月1日 gave 5日(日 and 曜日), nor its 月 a month's.
+    ('8月5日(日曜日) 9月1日', [('8月', 'hachigatsu'), ('5日', 'itsUka'),
+                           ('(日曜日)', 'nichiyoobi'), ('9月', 'kugatsU'),
+                           ('1日', 'tsuitachi')]),
+    ('2/3(月) 3月27日', [('2/3', 'nigatsumiclka'), ('(月)', 'getsuyoobi'),
+                       ('3月', 'saNgatsu'), ('27日', 'nijuushIchinichi')]),
+    ('5日(水曜日)-3日', [('5日', 'itsUka'), ('(水曜日)', 'suiyoobi'),
+                     ('-3日', 'mainasumiclka')]),
+    ('2025/8/5（月）と9月1日', [('2025/8/5', 'niseNnijuugoneNhachigatsuitsUka'),
+                          ('（月）', 'getsuyoobi'), ('と', 'to'), ('9月', 'kugatsU'),
+                          ('1日', 'tsuitachi')]),
     # A range of times is one reading: one word after the weekday.
     ('12/6(土) 10:00〜12:00', [('12/6', 'juunigatsumuika'), ('(土)', 'doyoobi'),
                               ('10:00〜12:00', 'juujikarajuuniji')]),

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import collections
 import difflib
+import re
 import unicodedata
 from typing import Optional
 
@@ -35,6 +36,7 @@ from .checks import _ANSI_RE, SPEAKABLE_RE
 _REGION = region_splits.REGION
 #: Stands for a ``<say-as>``'s content in a source: matches nothing in the output.
 OPAQUE = '\ue003'
+_WEEKDAY_RE = re.compile(r'[(（][月火水木金土日](?:曜日?)?[)）]')
 CONTROL = ('Cc', 'Cf', 'Cs', 'Co')
 _NORM: dict = {}
 
@@ -141,7 +143,10 @@ def align(source: str, spans: list, out: str) -> tuple:
     """
     text, tokens, seq = _regions(out)
     char_spans: list = [(0, 0)] * len(text)
-    for op, j1, j2, k1, k2 in _no_lost_speech(_late_copies(_opcodes(source, seq), seq),
+    # A weekday in brackets is read as a reading of its own (土曜日) or not at all: its
+    # characters match nothing, else its 日 (日曜日) paired with a date's 日 nearby.
+    masked = _WEEKDAY_RE.sub(lambda m: OPAQUE * len(m.group()), source)
+    for op, j1, j2, k1, k2 in _no_lost_speech(_late_copies(_opcodes(masked, seq), seq),
                                               source):
         if op == 'equal':
             for j, k in zip(range(j1, j2), range(k1, k2)):
