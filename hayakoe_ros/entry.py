@@ -7,7 +7,8 @@ node's imports (rclpy, NumPy, the message types, the speech pipeline) take 0.3-0
 a Raspberry-Pi-class CPU or a busy host, and a launch file stopped at once (Ctrl-C right
 after ``ros2 launch``) used to land in them: a KeyboardInterrupt traceback and status
 -2, or death by SIGTERM. Here the handlers of :mod:`.early_signals` come first (only the
-interpreter's own start-up, some 20-40 ms, is left uncovered); the same flag is handed
+interpreter's own start-up, some 30-50 ms, is left uncovered: the ROS wheels'
+bootstrapper starts it twice); the same flag is handed
 to :func:`hayakoe_ros.node.runner.run`, which then ends the process as after any other
 signal, with status 0. ``python -m hayakoe_ros.tts_node`` imports before its ``main``
 runs and is not covered.

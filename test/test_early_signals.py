@@ -81,6 +81,7 @@ def _second_signal_while_ending(args: list, first_at: str, tmp_path) -> tuple:
     env = dict(os.environ, ROS_LOG_DIR=str(tmp_path))
     proc = subprocess.Popen([str(exe), '--ros-args', *args], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
     lines: list = []
     try:
         if first_at == 'loading':

@@ -98,11 +98,11 @@ def _place(lost: list, start: int, end: int, nodes: list) -> None:
     lost.clear()
 
 
-def _njd_words(text: str, spans: list, source: str = '', is_ssml: bool = False) -> list:
+def _njd_words(text: str, spans: list, source: str, is_ssml: bool) -> list:
     """The :class:`_Group` words of one segment's text, ``spans`` its characters' spans.
 
     ``source``: the caller's text that ``spans`` index (``is_ssml``: markup), for
-    :func:`_by_source_word`; empty: no word is cut there.
+    :func:`_by_source_word`.
     """
     groups: list = []
     pending: list = []  # phonemes of words with no place in the text, for the next word
