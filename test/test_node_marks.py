@@ -44,10 +44,7 @@ def onset_ms(pcm, from_ms, level_dbfs=-50.0):
 
 def test_marks_of_a_topic_text_follow_its_audio(ojt_node, ros_client, listen):
     rec, marks = listen
-    pub = ros_client.node.create_publisher(String, ojt_node.topic('text'), 10)
-    deadline = time.monotonic() + 10
-    while pub.get_subscription_count() < 1 and time.monotonic() < deadline:
-        time.sleep(0.02)
+    pub = ros_client.text_publisher(ojt_node.topic('text'))
     pub.publish(String(data=TEXT))
     end = marks.wait_end()
     utt = end['utterance']
@@ -122,10 +119,7 @@ def test_a_canceled_goal_returns_what_was_heard(ojt_node, ros_client, listen):
 
 def test_a_refused_text_gets_an_end_mark_with_the_error(ojt_node, ros_client, mark_listener):
     marks = mark_listener
-    pub = ros_client.node.create_publisher(String, ojt_node.topic('text'), 10)
-    deadline = time.monotonic() + 10
-    while pub.get_subscription_count() < 1 and time.monotonic() < deadline:
-        time.sleep(0.02)
+    pub = ros_client.text_publisher(ojt_node.topic('text'))
     pub.publish(String(data='<speak>はい<mark/>です</speak>'))
     end = marks.wait_end()
     assert end['value'] == 'aborted' and end['heard'] == ''

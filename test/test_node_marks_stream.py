@@ -29,11 +29,7 @@ REPLY = ('こんにちは！今日はロボットの展示会へようこそ。�
 
 
 def _publisher(ros_client, ojt_node, topic):
-    pub = ros_client.node.create_publisher(String, ojt_node.topic(topic), 1000)
-    deadline = time.monotonic() + 10
-    while pub.get_subscription_count() < 1 and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return pub
+    return ros_client.text_publisher(ojt_node.topic(topic), depth=1000)
 
 
 def _publish_patiently(pub, msg, timeout: float = 10.0) -> None:

@@ -49,11 +49,8 @@ def expected_audio(engine, voice, text):
 def test_text_topic_is_spoken_as_chunks_of_the_engines_audio(tiny_node, ros_client,
                                                               tiny_engine, det_voice):
     rec = ros_client.audio_recorder(tiny_node.topic('audio'), node=tiny_node)
-    pub = ros_client.node.create_publisher(String, tiny_node.topic('text'), 10)
+    pub = ros_client.text_publisher(tiny_node.topic('text'))
     ros_client.wait_for_subscribers(tiny_node.topic('audio'))
-    deadline = time.monotonic() + 10
-    while pub.get_subscription_count() < 1 and time.monotonic() < deadline:
-        time.sleep(0.05)
     pub.publish(String(data=TWO_SENTENCES))
     rec.wait_quiet(quiet_s=1.5)
     expected, utt = expected_audio(tiny_engine, det_voice, TWO_SENTENCES)

@@ -84,7 +84,7 @@ def test_tts_node_speaks_through_player_node_into_pulseaudio(pulse, ros_client, 
     player = start_player(pulse, tts.namespace)
     try:
         rec = ros_client.audio_recorder(tts.topic('audio'), node=tts)
-        pub = ros_client.node.create_publisher(String, tts.topic('text'), 10)
+        pub = ros_client.text_publisher(tts.topic('text'))
         ros_client.wait_for_subscribers(tts.topic('audio'))
         deadline = time.monotonic() + 10
         while ros_client.node.count_subscribers(tts.topic('audio')) < 2 and \
