@@ -87,10 +87,7 @@ def test_player_follows_a_rate_change_between_utterances(pulse, ros_client, devi
     # Diagnostics 5 times a second: the test waits on them between the utterances.
     player = start_player(pulse, ns, device_rate=device_rate, diagnostics_period_s=0.2)
     try:
-        pub = ros_client.node.create_publisher(AudioStamped, f'{ns}/audio', 100)
-        deadline = time.monotonic() + 10
-        while pub.get_subscription_count() < 1 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        pub = _matched_publisher(ros_client, player, ns)
         wait_until_matched(player)
         recording = pulse.record()
         parts = []
@@ -145,11 +142,8 @@ def test_player_plays_out_what_it_holds_when_it_is_stopped(pulse, ros_client):
     # Diagnostics every 0.1 s: the test stops the player once they count every chunk,
     # while most of the audio is still queued.
     player = start_player(pulse, ns, diagnostics_period_s=0.1)
-    pub = ros_client.node.create_publisher(AudioStamped, f'{ns}/audio', 100)
+    pub = _matched_publisher(ros_client, player, ns)
     try:
-        deadline = time.monotonic() + 10
-        while pub.get_subscription_count() < 1 and time.monotonic() < deadline:
-            time.sleep(0.05)
         wait_until_matched(player)
         recording = pulse.record()
         samples = noise_utterance(SINK_RATE, 1.5, 3)
@@ -237,7 +231,7 @@ def test_deactivate_answers_at_once_and_the_audio_still_plays_out(pulse, ros_cli
 
     ns = new_namespace()
     player = start_player(pulse, ns)
-    pub = ros_client.node.create_publisher(AudioStamped, f'{ns}/audio', 100)
+    pub = _matched_publisher(ros_client, player, ns)
     try:
         wait_until_matched(player)
         recording = pulse.record()
