@@ -33,6 +33,7 @@ from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.signals import SignalHandlerOptions
 
+from ..early_signals import catch_signals
 from .executor_wait import caught_up, queue_task, spin_once
 from .lifecycle_state import transition_running
 from .task_executor import SingleTaskExecutor, TaskExecutor
@@ -310,9 +311,7 @@ def _run(factory: Callable, args, num_threads: int, exit_deadline_s: Optional[fl
     # Before rcl starts: a SIGINT as soon as its log directory exists (a launch file
     # stopped at once) came between the two and ended the process by KeyboardInterrupt.
     if stop is None:
-        stop = flag = threading.Event()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, lambda *_: flag.set())
+        stop, _ = catch_signals()
     if stop.is_set():
         print('stopped by a signal before rclpy started', file=sys.stderr)
         faulthandler.cancel_dump_traceback_later()
