@@ -126,9 +126,4 @@ def noise_utterance(rate, seconds, seed):
 
 def matched_publisher(ros_client, player, ns, qos=100):
     """An ``AudioStamped`` publisher on ``ns``/audio, once the player subscribes (bounded)."""
-    pub = ros_client.node.create_publisher(AudioStamped, f'{ns}/audio', qos)
-    deadline = time.monotonic() + 10
-    while pub.get_subscription_count() < 1:  # this writer's own match: what it sends arrives
-        assert time.monotonic() < deadline, f'the player never subscribed to {ns}/audio'
-        time.sleep(0.05)
-    return pub
+    return ros_client.matched_publisher(f'{ns}/audio', AudioStamped, qos)

@@ -151,17 +151,18 @@ class Client:
             self.node.destroy_subscription(sub)
         raise AssertionError(f'no diagnostics from {prefix}')
 
-    def text_publisher(self, topic: str, depth: int = 10, timeout: float = 10.0):
-        """A ``std_msgs/String`` publisher on ``topic`` once it has matched a subscriber.
+    def matched_publisher(self, topic: str, msg_type=String, depth: int = 10,
+                          timeout: float = 10.0):
+        """A ``msg_type`` publisher on ``topic`` once it has matched a subscriber.
 
         The writer's own match count, not discovery seen from this node: a reliable,
-        volatile writer drops what it publishes before it has matched the node's reader
+        volatile writer drops what it publishes before it has matched the reader
         (a text sent at once was lost on a loaded CI machine: 0 chunks in 60 s).
 
         Raises:
             AssertionError: nothing subscribed to ``topic`` within ``timeout`` seconds.
         """
-        pub = self.node.create_publisher(String, topic, depth)
+        pub = self.node.create_publisher(msg_type, topic, depth)
         deadline = time.monotonic() + timeout
         while pub.get_subscription_count() < 1:
             if time.monotonic() > deadline:

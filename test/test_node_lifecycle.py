@@ -39,7 +39,7 @@ def set_params(client, node, **values):
 def speak_text(client, node, text, timeout=60.0):
     """Publish ``text`` on the node's text topic; return the recorder once it is quiet."""
     rec = client.audio_recorder(node.topic('audio'), node=node)
-    pub = client.text_publisher(node.topic('text'))
+    pub = client.matched_publisher(node.topic('text'))
     client.wait_for_subscribers(node.topic('audio'))
     pub.publish(String(data=text))
     rec.wait_quiet(quiet_s=1.0, timeout=timeout)
@@ -156,7 +156,7 @@ def test_diagnostics_name_the_fallback_voice_and_reset_with_configure(ros_client
                             bert_source=f'file://{tmp_path}/missing', chunk=1024))
     try:
         speak_text(ros_client, node, 'はい。')
-        pub = ros_client.text_publisher(node.topic('text'))
+        pub = ros_client.matched_publisher(node.topic('text'))
         pub.publish(String(data='😀'))  # nothing speakable: last_error is set
         status, values = diag_values(ros_client, node, utterances_spoken='1')
         deadline = time.monotonic() + 10

@@ -44,7 +44,7 @@ def onset_ms(pcm, from_ms, level_dbfs=-50.0):
 
 def test_marks_of_a_topic_text_follow_its_audio(ojt_node, ros_client, listen):
     rec, marks = listen
-    pub = ros_client.text_publisher(ojt_node.topic('text'))
+    pub = ros_client.matched_publisher(ojt_node.topic('text'))
     pub.publish(String(data=TEXT))
     end = marks.wait_end()
     utt = end['utterance']
@@ -119,7 +119,7 @@ def test_a_canceled_goal_returns_what_was_heard(ojt_node, ros_client, listen):
 
 def test_a_refused_text_gets_an_end_mark_with_the_error(ojt_node, ros_client, mark_listener):
     marks = mark_listener
-    pub = ros_client.text_publisher(ojt_node.topic('text'))
+    pub = ros_client.matched_publisher(ojt_node.topic('text'))
     pub.publish(String(data='<speak>はい<mark/>です</speak>'))
     end = marks.wait_end()
     assert end['value'] == 'aborted' and end['heard'] == ''

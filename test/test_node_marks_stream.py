@@ -29,7 +29,7 @@ REPLY = ('こんにちは！今日はロボットの展示会へようこそ。�
 
 
 def _publisher(ros_client, ojt_node, topic):
-    return ros_client.text_publisher(ojt_node.topic(topic), depth=1000)
+    return ros_client.matched_publisher(ojt_node.topic(topic), depth=1000)
 
 
 def _publish_patiently(pub, msg, timeout: float = 10.0) -> None:

@@ -199,7 +199,7 @@ def test_goal_burst_beyond_the_queue_gets_an_answer_for_every_goal(tiny_model_ro
 def test_text_burst_is_spoken_or_rejected_with_a_warning(tiny_model_root, ros_client):
     node = NodeProcess(tiny_params(tiny_model_root, max_queue=2))
     try:
-        pub = ros_client.text_publisher(node.topic('text'), depth=100)
+        pub = ros_client.matched_publisher(node.topic('text'), depth=100)
         for i in range(40):
             pub.publish(String(data=f'{i}番。'))
         deadline = time.monotonic() + 60

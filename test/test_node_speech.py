@@ -49,7 +49,7 @@ def expected_audio(engine, voice, text):
 def test_text_topic_is_spoken_as_chunks_of_the_engines_audio(tiny_node, ros_client,
                                                               tiny_engine, det_voice):
     rec = ros_client.audio_recorder(tiny_node.topic('audio'), node=tiny_node)
-    pub = ros_client.text_publisher(tiny_node.topic('text'))
+    pub = ros_client.matched_publisher(tiny_node.topic('text'))
     ros_client.wait_for_subscribers(tiny_node.topic('audio'))
     pub.publish(String(data=TWO_SENTENCES))
     rec.wait_quiet(quiet_s=1.5)

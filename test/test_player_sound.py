@@ -84,7 +84,7 @@ def test_tts_node_speaks_through_player_node_into_pulseaudio(pulse, ros_client, 
     player = start_player(pulse, tts.namespace)
     try:
         rec = ros_client.audio_recorder(tts.topic('audio'), node=tts)
-        pub = ros_client.text_publisher(tts.topic('text'))
+        pub = ros_client.matched_publisher(tts.topic('text'))
         ros_client.wait_for_subscribers(tts.topic('audio'))
         deadline = time.monotonic() + 10
         while ros_client.node.count_subscribers(tts.topic('audio')) < 2 and \
@@ -144,12 +144,9 @@ def test_a_canceled_utterance_stops_at_once_without_a_click(pulse, ros_client):
     ns = new_namespace()
     player = start_player(pulse, ns)
     pub = _matched_publisher(ros_client, player, ns)
-    marks = ros_client.node.create_publisher(String, f'{ns}/marks', 100)
+    marks = ros_client.matched_publisher(f'{ns}/marks', depth=100)
     try:
         wait_until_matched(player)
-        deadline = time.monotonic() + 10
-        while marks.get_subscription_count() < 1 and time.monotonic() < deadline:
-            time.sleep(0.05)
         recording = pulse.record()
         chunk, amplitude = 2048, 0.3
         n = 40 * chunk  # 1.7 s, of which about 0.6 s is heard
@@ -220,12 +217,9 @@ def test_a_bad_speech_mark_is_a_warning_and_the_player_plays_on(pulse, ros_clien
     ns = new_namespace()
     player = start_player(pulse, ns)
     pub = _matched_publisher(ros_client, player, ns)
-    marks = ros_client.node.create_publisher(String, f'{ns}/marks', 100)
+    marks = ros_client.matched_publisher(f'{ns}/marks', depth=100)
     try:
         wait_until_matched(player)
-        deadline = time.monotonic() + 10
-        while marks.get_subscription_count() < 1 and time.monotonic() < deadline:
-            time.sleep(0.05)
         marks.publish(String(data='{not json'))
         player.wait_for_log('speech mark ignored: not JSON', 20)
         samples = noise_utterance(SINK_RATE, 0.3, 6)
